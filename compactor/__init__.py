@@ -1,0 +1,5 @@
+"""compactor: declarative compaction policies for Spark lakehouse tables."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Run a Plan: preconditions, engines, verification, run results."""

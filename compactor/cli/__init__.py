@@ -1,0 +1,53 @@
+"""The `compactor` command line: thin commands that call compactor.api and render results.
+
+Subcommands live in their own modules and are imported only when invoked, so `compactor validate`
+stays fast and never imports pyspark.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from compactor import __version__
+
+# command name -> module under compactor.cli (each module defines `command`)
+COMMANDS = {
+    "validate": "validate",
+    "compile": "compile",
+    "plan": "plan",
+    "apply": "apply",
+    "inspect": "inspect",
+    "init": "init",
+    "demo": "demo",
+    "history": "history",
+    "report": "report",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        module = COMMANDS.get(name)
+        if module is None:
+            return None
+        try:
+            mod = importlib.import_module(f"compactor.cli.{module}")
+        except ModuleNotFoundError as e:  # command not built yet
+            if e.name == f"compactor.cli.{module}":
+                return None
+            raise
+        return mod.command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="compactor")
+def cli() -> None:
+    """compactor: declarative compaction policies for Delta Lake tables and Spark file sinks."""
+
+
+def main() -> None:
+    cli(prog_name="compactor")

@@ -1,0 +1,1 @@
+"""Pure planning: policies + table states + now -> Plan."""

@@ -1,0 +1,216 @@
+"""The plan artifact: frozen, versioned, serialisable data (schemas/plan.schema.json).
+
+A plan is a list of table plans; each holds actions (a tagged union by ``type``) and explicit skips
+with reason codes. Every action carries the precondition it was planned under (table version and the
+exact files it replaces), which apply checks again before running it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping
+
+SCHEMA_VERSION = 1
+
+ActionType = Literal[
+    "compact", "z_order", "sort", "vacuum", "set_properties", "sink_compact", "sink_prune",
+    "sink_delete_replaced",
+]
+#: actions that rewrite data files (and so must preserve rows exactly)
+REWRITE_ACTIONS = frozenset({"compact", "z_order", "sort", "sink_compact"})
+
+# Skip reason codes (documented in README; the planner uses only these)
+SKIP_REASONS = (
+    "below_min_input_files",     # fewer candidate files than triggers.min_input_files
+    "below_min_file_reduction",  # files now - files after <= triggers.min_file_reduction
+    "below_min_small_file_ratio",
+    "already_compact",           # no candidate files, or no bin with 2+ files
+    "quiet_period",              # files modified within compaction.quiet_period
+    "outside_where",             # partition not matched by partitions.where
+    "outside_lookback",
+    "skip_latest",
+    "budget",                    # cut by max_bytes_per_run / max_partitions_per_run
+    "disabled",                  # table or compaction disabled
+    "unreadable",                # the table could not be read
+    "unsupported",               # the engine cannot safely rewrite this table
+    "no_files",
+    "retention_in_sync",         # table properties already match the declared retention
+    "writer_active",             # sink: writer not stopped
+    "downstream_readers",        # sink: downstream streaming readers not acknowledged
+)
+
+
+def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        h.update(p.encode())
+        h.update(b"\n")
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """What must still hold when the action runs."""
+
+    table_version: int | None
+    #: exact paths the action replaces (relative to the table root for Delta)
+    input_files: tuple[str, ...] = ()
+    digest: str = ""
+
+    @classmethod
+    def of(cls, version: int | None, files: list[str] | tuple[str, ...]) -> "Precondition":
+        files = tuple(files)
+        return cls(version, files, digest_paths(files))
+
+
+@dataclass(frozen=True)
+class Action:
+    type: ActionType
+    partition: Mapping[str, str | None] = field(default_factory=dict)
+    input_files: int = 0
+    input_bytes: int = 0
+    expected_output_files: int = 0
+    expected_output_bytes: int = 0
+    rows: int | None = None
+    precondition: Precondition = field(default_factory=lambda: Precondition(None))
+    #: exact input files of each output file (rewrite engines write one file per bin)
+    bins: tuple[tuple[str, ...], ...] = ()
+    #: type-specific parameters: target_file_size, z_order_by, sort_by, retention_hours,
+    #: properties {key: value}, files_to_delete, manifest (sink), ...
+    params: Mapping[str, Any] = field(default_factory=dict)
+    #: one line for humans: why this action exists / what the estimate assumes
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: str
+    partition: Mapping[str, str | None] | None = None
+    #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
+    details: Mapping[str, Any] = field(default_factory=dict)
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    name: str
+    path: str
+    format: str
+    engine: str
+    version: int | None
+    #: which engine's bin-packing the estimate models: "delta-rs" | "delta-spark" | "compactor"
+    bin_model: str = "delta-rs"
+    partition_columns: tuple[str, ...] = ()
+    actions: tuple[Action, ...] = ()
+    skipped: tuple[Skip, ...] = ()
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    #: set when the table could not be planned (then actions is empty and skipped has "unreadable")
+    error: str | None = None
+    #: policy source (file:line) for traceability
+    policy_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Totals:
+    tables: int = 0
+    actions: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    bytes_to_rewrite: int = 0
+    #: estimated work: bytes read + bytes written
+    estimated_io_bytes: int = 0
+    skipped: int = 0
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    compactor_version: str
+    generated_at: str  # ISO 8601 UTC
+    project: str
+    target: Mapping[str, Any]  # Target.redacted()
+    tables: tuple[TablePlan, ...] = ()
+    totals: Totals = field(default_factory=Totals)
+    schema_version: int = SCHEMA_VERSION
+    #: selection and vars used (for reproducing the plan)
+    invocation: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_changes(self) -> bool:
+        return any(t.actions for t in self.tables)
+
+
+def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
+    rewrite_bytes = 0
+    io = 0
+    for t in tables:
+        for a in t.actions:
+            if a.type in REWRITE_ACTIONS:
+                rewrite_bytes += a.input_bytes
+                io += a.input_bytes + a.expected_output_bytes
+    return Totals(
+        tables=len(tables),
+        actions=sum(len(t.actions) for t in tables),
+        files_before=sum(t.files_before for t in tables),
+        files_after=sum(t.files_after for t in tables),
+        bytes_to_rewrite=rewrite_bytes,
+        estimated_io_bytes=io,
+        skipped=sum(len(t.skipped) for t in tables),
+        errors=sum(1 for t in tables if t.error),
+    )
+
+
+# ---------------------------------------------------------------- serialisation
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    d = asdict(plan)
+    # put schema_version first for readers
+    return {"schema_version": d.pop("schema_version"), **d}
+
+
+def _action_from_dict(d: Mapping[str, Any]) -> Action:
+    pre = d.get("precondition") or {}
+    return Action(
+        type=d["type"],
+        partition=dict(d.get("partition") or {}),
+        input_files=int(d.get("input_files", 0)),
+        input_bytes=int(d.get("input_bytes", 0)),
+        expected_output_files=int(d.get("expected_output_files", 0)),
+        expected_output_bytes=int(d.get("expected_output_bytes", 0)),
+        rows=d.get("rows"),
+        precondition=Precondition(
+            pre.get("table_version"), tuple(pre.get("input_files") or ()), pre.get("digest", "")
+        ),
+        bins=tuple(tuple(b) for b in d.get("bins") or ()),
+        params=dict(d.get("params") or {}),
+        reason=d.get("reason", ""),
+    )
+
+
+def plan_from_dict(d: Mapping[str, Any]) -> Plan:
+    """Inverse of plan_to_dict. Callers validate against plan.schema.json first."""
+    tables = []
+    for t in d.get("tables", ()):
+        tables.append(TablePlan(
+            name=t["name"], path=t["path"], format=t["format"], engine=t["engine"],
+            version=t.get("version"), bin_model=t.get("bin_model", "delta-rs"),
+            partition_columns=tuple(t.get("partition_columns") or ()),
+            actions=tuple(_action_from_dict(a) for a in t.get("actions", ())),
+            skipped=tuple(Skip(reason=s["reason"], partition=s.get("partition"),
+                               details=dict(s.get("details") or {}), message=s.get("message", ""))
+                          for s in t.get("skipped", ())),
+            files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
+            bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
+            policy_source=t.get("policy_source"),
+        ))
+    totals = Totals(**(d.get("totals") or {}))
+    return Plan(
+        compactor_version=d["compactor_version"], generated_at=d["generated_at"],
+        project=d.get("project", ""), target=dict(d.get("target") or {}), tables=tuple(tables),
+        totals=totals, schema_version=int(d["schema_version"]),
+        invocation=dict(d.get("invocation") or {}),
+    )

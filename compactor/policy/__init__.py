@@ -1,0 +1,1 @@
+"""Policy front end: load YAML with positions, render Jinja, validate, build typed TablePolicy models."""

@@ -1,0 +1,176 @@
+"""Typed, frozen policy models: what the compiler front end produces and every later stage reads.
+
+Sizes are bytes and durations are seconds (already parsed). ``SourceRef`` and ``TablePolicy.locations``
+let later stages (the planner rejecting a ``where`` on a non-partition column, say) report errors at the
+policy's file:line:col.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+Strategy = Literal["bin_pack", "z_order", "sort"]
+Order = Literal["benefit", "bytes_asc", "bytes_desc", "oldest_first"]
+TableFormat = Literal["delta", "spark_file_sink"]
+Method = Literal["auto", "rewrite", "optimize"]
+DownstreamReaders = Literal["unknown", "none", "reprocess_ok"]
+
+MIB = 2**20
+DEFAULT_TARGET_FILE_SIZE = 128 * MIB
+DEFAULT_MIN_FILE_RATIO = 0.75
+DAY = 86400
+DEFAULT_DELETED_FILE_RETENTION = 7 * DAY
+SAFE_MIN_RETENTION = 7 * DAY
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where something was declared: a policy file (relative to the project) and a 1-based line/col."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Triggers:
+    min_input_files: int = 5
+    #: compact a partition only if (files now - predicted files after) > this
+    min_file_reduction: int = 0
+    #: compact only if small files / all files in the partition >= this (0..1)
+    min_small_file_ratio: float = 0.0
+
+
+@dataclass(frozen=True)
+class Lookback:
+    """Only partitions whose ``column`` value is within ``seconds`` of now (a date/timestamp column)."""
+
+    column: str
+    seconds: int
+    #: strftime format of the partition value; None = ISO date/timestamp
+    date_format: str | None = None
+
+
+@dataclass(frozen=True)
+class PartitionScope:
+    #: replaceWhere-style predicate on partition columns (Spark SQL), e.g. "date >= '2024-01-01'"
+    where: str | None = None
+    lookback: Lookback | None = None
+    #: skip the N newest partitions (by partition value order); they are usually still being written
+    skip_latest: int = 0
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_bytes_per_run: int | None = None
+    max_partitions_per_run: int | None = None
+
+
+@dataclass(frozen=True)
+class Compaction:
+    enabled: bool = True
+    strategy: Strategy = "bin_pack"
+    z_order_by: tuple[str, ...] = ()
+    sort_by: tuple[str, ...] = ()
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    #: files smaller than this are candidates; default 75% of target_file_size
+    min_file_size: int = int(DEFAULT_TARGET_FILE_SIZE * DEFAULT_MIN_FILE_RATIO)
+    triggers: Triggers = field(default_factory=Triggers)
+    partitions: PartitionScope = field(default_factory=PartitionScope)
+    #: skip partitions with files modified more recently than this many seconds
+    quiet_period: int | None = None
+    budget: Budget = field(default_factory=Budget)
+    order: Order = "benefit"
+    #: spark engine only: "rewrite" (Spark rewrites, delta-rs commits), "optimize" (native delta-spark
+    #: OPTIMIZE, needs the Delta jars), "auto" (optimize when the jars load, else rewrite)
+    method: Method = "rewrite"
+
+
+@dataclass(frozen=True)
+class Vacuum:
+    enabled: bool = False
+    dry_run_first: bool = True
+
+
+@dataclass(frozen=True)
+class Retention:
+    #: VACUUM horizon; table property delta.deletedFileRetentionDuration
+    deleted_file_retention: int = DEFAULT_DELETED_FILE_RETENTION
+    #: table property delta.logRetentionDuration (None = leave the table's value alone)
+    log_retention: int | None = None
+    vacuum: Vacuum = field(default_factory=Vacuum)
+    allow_unsafe_retention: bool = False
+    #: the longest a reader (stream, time-travel job) may lag; retention never goes below it
+    min_reader_lag: int | None = None
+    #: whether the planner should set the table properties to match (set_properties actions)
+    manage_properties: bool = True
+
+
+@dataclass(frozen=True)
+class Sink:
+    """Settings for Spark Structured Streaming file-sink outputs (format: spark_file_sink)."""
+
+    compact_interval: int | None = None
+    min_batches_to_retain: int | None = None
+    cleanup_delay: int | None = None
+    #: sink writeStream option ``retention`` and the horizon of ``sink_prune``
+    retention: int | None = None
+    #: replaced data files are deleted only this long after the manifest swap
+    grace_period: int = 3600
+    writer_stopped_check: bool = True
+    #: the newest log file must be at least this old (writer stopped)
+    quiet_period: int = 600
+    #: the writing query's checkpoint dir; its commits/ must also be quiet
+    checkpoint: str | None = None
+    downstream_streaming_readers: DownstreamReaders = "unknown"
+    #: plan sink_prune actions (drop manifest entries older than retention)
+    prune: bool = False
+    #: with prune: also delete the pruned data files after grace_period
+    prune_delete_files: bool = False
+
+
+@dataclass(frozen=True)
+class Discover:
+    root: str
+    include: tuple[str, ...] = ("**",)
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TablePolicy:
+    """One table's declared maintenance policy, with defaults already merged."""
+
+    name: str
+    format: TableFormat = "delta"
+    #: local path or URI; None for catalog tables (identified by ``name``) and discover entries
+    path: str | None = None
+    discover: Discover | None = None
+    tags: tuple[str, ...] = ()
+    owner: str | None = None
+    description: str | None = None
+    enabled: bool = True
+    compaction: Compaction = field(default_factory=Compaction)
+    retention: Retention | None = None
+    sink: Sink | None = None
+    #: where the table entry starts
+    source: SourceRef = field(default_factory=lambda: SourceRef("<memory>"))
+    #: dotted key inside the table entry ("compaction.partitions.where") -> SourceRef of its value
+    locations: Mapping[str, SourceRef] = field(default_factory=dict)
+
+    @property
+    def is_catalog_table(self) -> bool:
+        return self.path is None and self.discover is None
+
+    def location(self, key: str) -> SourceRef:
+        """Best known position of ``key`` (falls back to parents, then the table entry)."""
+        parts = key.split(".")
+        while parts:
+            ref = self.locations.get(".".join(parts))
+            if ref is not None:
+                return ref
+            parts.pop()
+        return self.source

@@ -1,0 +1,1 @@
+"""Project files: compactor.yml, profiles.yml (targets), selection and vars."""

@@ -1,0 +1,62 @@
+"""Typed project and profile models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+Engine = Literal["local", "spark"]
+
+REDACTED = "***"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str | None = None  # None: reuse an active session, else local[*]
+    app_name: str = "compactor"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One output of a profile (dbt's 'target'): which engine and how to reach storage."""
+
+    name: str = "dev"
+    profile: str = "default"
+    engine: Engine = "local"
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    #: object-store options passed to delta-rs; secrets: never printed or serialised
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: delta-rs concurrency for the local engine
+    threads: int | None = None
+
+    def redacted(self) -> dict[str, Any]:
+        """A serialisable description without secrets (for plans, results and logs)."""
+        return {
+            "name": self.name,
+            "profile": self.profile,
+            "engine": self.engine,
+            "spark": {"master": self.spark.master, "app_name": self.spark.app_name,
+                      "conf": dict(self.spark.conf)} if self.engine == "spark" else None,
+            "storage_options": {k: REDACTED for k in self.storage_options},
+        }
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    root: Path
+    policy_paths: tuple[str, ...] = ("policies",)
+    target_path: str = "target"
+    #: project-wide policy defaults (raw, as rendered YAML); merged under file defaults and tables
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    profile: str = "default"
+    #: path of compactor.yml (for diagnostics)
+    file: Path | None = None
+
+    @property
+    def target_dir(self) -> Path:
+        p = Path(self.target_path)
+        return p if p.is_absolute() else self.root / p

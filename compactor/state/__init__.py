@@ -1,0 +1,1 @@
+"""Read the world: Delta tables (deltalake -> pyarrow), sink manifests, checkpoint logs."""

@@ -1,0 +1,75 @@
+"""Parse and format sizes (``512MB``, ``1GiB``, ``134217728``) and durations (``7d``, ``168h``, ``30m``)."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
+}
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_DURATION_PART_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+
+
+class UnitError(ValueError):
+    """Raised by the parsers; callers turn it into a diagnostic with a location."""
+
+
+def parse_size(value: object) -> int:
+    """Bytes from an int or a string like ``512MB`` (decimal) or ``1GiB`` (binary)."""
+    if isinstance(value, bool):
+        raise UnitError(f"expected a size such as 512MB, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise UnitError(f"a size cannot be negative: {value}")
+        return value
+    if not isinstance(value, str):
+        raise UnitError(f"expected a size such as 512MB, got {value!r}")
+    m = _SIZE_RE.match(value)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise UnitError(f"not a size: {value!r} (use e.g. 512MB, 1GiB or a number of bytes)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+
+
+def parse_duration(value: object) -> int:
+    """Seconds from an int (seconds) or a string like ``7d``, ``168h``, ``30m``, ``1h30m``."""
+    if isinstance(value, bool):
+        raise UnitError(f"expected a duration such as 7d, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise UnitError(f"a duration cannot be negative: {value}")
+        return value
+    if not isinstance(value, str):
+        raise UnitError(f"expected a duration such as 7d, got {value!r}")
+    text = value.strip().lower().replace(" ", "")
+    parts = _DURATION_PART_RE.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise UnitError(f"not a duration: {value!r} (use e.g. 30m, 168h, 7d)")
+    return int(sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def format_size(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
+
+
+def format_duration(seconds: int | float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size and s % size == 0:
+            return f"{s // size}{unit}"
+    return f"{s}s"
