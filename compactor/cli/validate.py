@@ -1,0 +1,37 @@
+"""`compactor validate`: render and validate every policy; report every problem at once."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from compactor.cli import exit_codes
+from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+
+
+@click.command("validate")
+@project_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+              show_default=True, help="github: workflow-command annotations for pull-request checks.")
+@debug_option
+@handle_errors
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
+    """Validate policies against the schema and semantic rules (exit 0 valid, 1 invalid, 2 usage)."""
+    from compactor import api
+
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    result = api.validate(options)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif fmt == "github":
+        for d in result.diagnostics:
+            click.echo(d.github())
+    else:
+        for d in result.diagnostics:
+            click.echo(str(d), err=False)
+        n_err, n_warn = len(result.errors), len(result.warnings)
+        status = "OK" if result.ok else "FAILED"
+        click.echo(f"{status}: {len(result.files)} file(s), {len(result.all_policies)} table(s), "
+                   f"{n_err} error(s), {n_warn} warning(s)")
+    return exit_codes.OK if result.ok else exit_codes.FAILURE

@@ -1,0 +1,211 @@
+"""Turn schema-valid table dicts (defaults merged) into TablePolicy objects, with semantic checks."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from compactor.policy import model as m
+from compactor.policy.diagnostics import Diagnostic
+from compactor.policy.predicate import PredicateError, parse_where
+from compactor.policy.yamlpos import Located
+from compactor.units import UnitError, parse_duration, parse_size
+
+
+def deep_merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Later layers win; mappings merge recursively, lists and scalars replace."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        for k, v in (layer or {}).items():
+            if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+                out[k] = deep_merge(out[k], v)
+            else:
+                out[k] = copy.deepcopy(v)
+    return out
+
+
+class _Ctx:
+    def __init__(self, doc: Located, file: str, base: str) -> None:
+        self.doc, self.file, self.base = doc, file, base
+        self.diags: list[Diagnostic] = []
+        self.locations: dict[str, m.SourceRef] = {}
+
+    def ref(self, key: str) -> m.SourceRef:
+        line, col = self.doc.pos(f"{self.base}.{key}" if key else self.base)
+        return m.SourceRef(self.file, line, col)
+
+    def error(self, key: str, code: str, message: str, hint: str | None = None, severity: str = "error") -> None:
+        r = self.ref(key)
+        path = f"{self.base}.{key}" if key else self.base
+        self.diags.append(Diagnostic(self.file, r.line, r.col, code, message, path, hint, severity))
+
+    def size(self, d: Mapping[str, Any], key: str, prefix: str, default: int | None) -> int | None:
+        if key not in d:
+            return default
+        try:
+            return parse_size(d[key])
+        except UnitError as e:
+            self.error(f"{prefix}.{key}", "invalid_size", str(e), "use e.g. 512MB, 1GiB")
+            return default
+
+    def duration(self, d: Mapping[str, Any], key: str, prefix: str, default: int | None) -> int | None:
+        if key not in d:
+            return default
+        try:
+            return parse_duration(d[key])
+        except UnitError as e:
+            self.error(f"{prefix}.{key}", "invalid_duration", str(e), "use e.g. 30m, 168h, 7d")
+            return default
+
+
+def _record_locations(ctx: _Ctx, value: Any, key: str = "") -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            sub = f"{key}.{k}" if key else k
+            ctx.locations[sub] = ctx.ref(sub)
+            _record_locations(ctx, v, sub)
+
+
+def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str) -> tuple[m.TablePolicy | None, list[Diagnostic]]:
+    """raw: the merged table mapping (already schema-valid)."""
+    ctx = _Ctx(doc, file, base)
+    _record_locations(ctx, raw)
+    fmt = raw.get("format", "delta")
+    comp = _compaction(ctx, raw.get("compaction") or {})
+    retention = _retention(ctx, raw["retention"]) if "retention" in raw else None
+    sink = None
+    if "sink" in raw:
+        if fmt != "spark_file_sink":
+            ctx.error("sink", "sink_on_delta", "the `sink` block applies only to format: spark_file_sink",
+                      "set format: spark_file_sink or remove the sink block")
+        sink = _sink(ctx, raw["sink"])
+    elif fmt == "spark_file_sink":
+        sink = m.Sink()
+    if fmt == "spark_file_sink" and sink is not None and sink.downstream_streaming_readers == "unknown":
+        ctx.error("sink", "sink_readers_unacknowledged",
+                  "downstream streaming readers are not acknowledged; compaction of this sink will be refused",
+                  "set sink.downstream_streaming_readers: none (or reprocess_ok)", severity="warning")
+    if fmt == "spark_file_sink" and comp.strategy != "bin_pack":
+        ctx.error("compaction.strategy", "unsupported_strategy",
+                  f"strategy {comp.strategy} is not supported for spark_file_sink tables", "use bin_pack")
+    if fmt == "spark_file_sink" and retention is not None:
+        ctx.error("retention", "retention_on_sink", "`retention` applies to Delta tables; use sink.retention",
+                  None)
+    if "path" in raw and "discover" in raw:
+        ctx.error("discover", "ambiguous_location", "give either `path` or `discover`, not both")
+    discover = None
+    if "discover" in raw:
+        d = raw["discover"]
+        discover = m.Discover(root=d["root"], include=tuple(d.get("include") or ("**",)),
+                              exclude=tuple(d.get("exclude") or ()))
+    if "path" not in raw and "discover" not in raw and fmt == "spark_file_sink":
+        ctx.error("", "missing_location", "a spark_file_sink table needs a `path` (or `discover`)",
+                  "catalog names are only supported for Delta tables")
+    policy = m.TablePolicy(
+        name=raw["name"], format=fmt, path=raw.get("path"), discover=discover,
+        tags=tuple(raw.get("tags") or ()), owner=raw.get("owner"), description=raw.get("description"),
+        enabled=raw.get("enabled", True), compaction=comp, retention=retention, sink=sink,
+        source=ctx.ref(""), locations=dict(ctx.locations),
+    )
+    return policy, ctx.diags
+
+
+def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
+    p = "compaction"
+    target = ctx.size(c, "target_file_size", p, m.DEFAULT_TARGET_FILE_SIZE) or m.DEFAULT_TARGET_FILE_SIZE
+    min_size = ctx.size(c, "min_file_size", p, None)
+    if target < 2**20:
+        ctx.error(f"{p}.target_file_size", "target_too_small",
+                  f"target_file_size {target} bytes is below 1 MiB", "use at least 1MiB (typical: 128MB-1GB)")
+    if min_size is None:
+        min_size = int(target * m.DEFAULT_MIN_FILE_RATIO)
+    elif min_size > target:
+        ctx.error(f"{p}.min_file_size", "min_gt_target",
+                  f"min_file_size ({min_size}) is larger than target_file_size ({target})",
+                  "min_file_size must be <= target_file_size (default 75% of it)")
+    strategy = c.get("strategy", "bin_pack")
+    z = tuple(c.get("z_order_by") or ())
+    s = tuple(c.get("sort_by") or ())
+    if strategy == "z_order" and not z:
+        ctx.error(f"{p}.strategy", "missing_z_order_by", "strategy z_order needs z_order_by", "list the columns to cluster by")
+    if strategy == "sort" and not s:
+        ctx.error(f"{p}.strategy", "missing_sort_by", "strategy sort needs sort_by", "list the columns to sort by")
+    if z and strategy != "z_order":
+        ctx.error(f"{p}.z_order_by", "option_without_strategy", "z_order_by is set but strategy is not z_order")
+    if s and strategy != "sort":
+        ctx.error(f"{p}.sort_by", "option_without_strategy", "sort_by is set but strategy is not sort")
+    if len(set(z)) != len(z) or len(set(s)) != len(s):
+        ctx.error(f"{p}.{'z_order_by' if len(set(z)) != len(z) else 'sort_by'}", "duplicate_column",
+                  "a column is listed twice")
+    t = c.get("triggers") or {}
+    triggers = m.Triggers(min_input_files=t.get("min_input_files", 5),
+                          min_file_reduction=t.get("min_file_reduction", 0),
+                          min_small_file_ratio=float(t.get("min_small_file_ratio", 0.0)))
+    parts = c.get("partitions") or {}
+    where = parts.get("where")
+    if where is not None:
+        try:
+            parse_where(where)
+        except PredicateError as e:
+            ctx.error(f"{p}.partitions.where", "invalid_where", str(e),
+                      "a Spark SQL predicate on partition columns, e.g. date >= '2024-01-01'")
+    lookback = None
+    if "lookback" in parts:
+        lb = parts["lookback"]
+        secs = ctx.duration(lb, "period", f"{p}.partitions.lookback", 0) or 0
+        lookback = m.Lookback(column=lb["column"], seconds=secs, date_format=lb.get("format"))
+    b = c.get("budget") or {}
+    budget = m.Budget(max_bytes_per_run=ctx.size(b, "max_bytes_per_run", f"{p}.budget", None),
+                      max_partitions_per_run=b.get("max_partitions_per_run"))
+    return m.Compaction(
+        enabled=c.get("enabled", True), strategy=strategy, z_order_by=z, sort_by=s,
+        target_file_size=target, min_file_size=min_size, triggers=triggers,
+        partitions=m.PartitionScope(where=where, lookback=lookback, skip_latest=parts.get("skip_latest", 0)),
+        quiet_period=ctx.duration(c, "quiet_period", p, None), budget=budget,
+        order=c.get("order", "benefit"), method=c.get("method", "rewrite"),
+    )
+
+
+def _retention(ctx: _Ctx, r: Mapping[str, Any]) -> m.Retention:
+    p = "retention"
+    deleted = ctx.duration(r, "deleted_file_retention", p, m.DEFAULT_DELETED_FILE_RETENTION)
+    log = ctx.duration(r, "log_retention", p, None)
+    lag = ctx.duration(r, "min_reader_lag", p, None)
+    unsafe = r.get("allow_unsafe_retention", False)
+    assert deleted is not None
+    if deleted < m.SAFE_MIN_RETENTION and not unsafe:
+        ctx.error(f"{p}.deleted_file_retention", "unsafe_retention",
+                  f"deleted_file_retention below 7 days ({deleted}s) can break readers and time travel",
+                  "set allow_unsafe_retention: true and declare min_reader_lag")
+    if lag is not None and deleted < lag:
+        ctx.error(f"{p}.deleted_file_retention", "retention_below_reader_lag",
+                  f"deleted_file_retention ({deleted}s) is shorter than min_reader_lag ({lag}s)",
+                  "retention must cover the slowest reader, even with allow_unsafe_retention")
+    if log is not None and log < deleted:
+        ctx.error(f"{p}.log_retention", "log_retention_too_short",
+                  "log_retention is shorter than deleted_file_retention",
+                  "time travel needs the log as long as the data files", severity="warning")
+    if unsafe and lag is None:
+        ctx.error(f"{p}.allow_unsafe_retention", "missing_min_reader_lag",
+                  "allow_unsafe_retention requires min_reader_lag", "declare how far the slowest reader may lag")
+    v = r.get("vacuum") or {}
+    return m.Retention(deleted_file_retention=deleted, log_retention=log,
+                       vacuum=m.Vacuum(enabled=v.get("enabled", False), dry_run_first=v.get("dry_run_first", True)),
+                       allow_unsafe_retention=unsafe, min_reader_lag=lag,
+                       manage_properties=r.get("manage_properties", True))
+
+
+def _sink(ctx: _Ctx, s: Mapping[str, Any]) -> m.Sink:
+    p = "sink"
+    sink = m.Sink(
+        compact_interval=s.get("compact_interval"), min_batches_to_retain=s.get("min_batches_to_retain"),
+        cleanup_delay=ctx.duration(s, "cleanup_delay", p, None), retention=ctx.duration(s, "retention", p, None),
+        grace_period=ctx.duration(s, "grace_period", p, 3600) or 0,
+        writer_stopped_check=s.get("writer_stopped_check", True),
+        quiet_period=ctx.duration(s, "quiet_period", p, 600) or 0, checkpoint=s.get("checkpoint"),
+        downstream_streaming_readers=s.get("downstream_streaming_readers", "unknown"),
+        prune=s.get("prune", False), prune_delete_files=s.get("prune_delete_files", False),
+    )
+    if sink.prune and sink.retention is None:
+        ctx.error(f"{p}.prune", "prune_without_retention", "sink.prune needs sink.retention", "e.g. retention: 30d")
+    return sink

@@ -1,0 +1,124 @@
+"""Render policy and profile files with a sandboxed Jinja environment (like dbt, before YAML parsing).
+
+Rendering happens on the raw text so that line numbers of the rendered YAML stay those of the file as
+long as expressions do not emit newlines. The sandbox refuses access to Python internals
+(``{{ ''.__class__ }}``); undefined names are errors (StrictUndefined).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+_MISSING = object()
+
+
+@dataclass
+class RenderProblem(Exception):
+    code: str
+    message: str
+    line: int = 1
+    hint: str | None = None
+
+
+class _VarsMissing(Exception):
+    pass
+
+
+def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
+              used_env: set[str] | None) -> ImmutableSandboxedEnvironment:
+    jenv = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                         keep_trailing_newline=True)
+
+    def var(name: str, default: Any = _MISSING) -> Any:
+        if name in vars:
+            return vars[name]
+        if default is _MISSING:
+            raise RenderProblem("undefined_var", f"var '{name}' is not defined",
+                                hint="define it under `vars:` in compactor.yml, pass --vars, or give a default")
+        return default
+
+    def env_var(name: str, default: Any = _MISSING) -> Any:
+        if used_env is not None:
+            used_env.add(name)
+        if name in env:
+            return env[name]
+        if default is _MISSING:
+            raise RenderProblem("undefined_env_var", f"environment variable '{name}' is not set",
+                                hint="export it or give a default: env_var('X', 'default')")
+        return default
+
+    def today() -> dt.date:
+        return now.date()
+
+    def days_ago(n: int) -> dt.date:
+        return now.date() - dt.timedelta(days=int(n))
+
+    def ds_add(ds: Any, n: int) -> str:
+        d = ds if isinstance(ds, dt.date) else dt.date.fromisoformat(str(ds))
+        return (d + dt.timedelta(days=int(n))).isoformat()
+
+    def strftime(value: Any, fmt: str = "%Y-%m-%d") -> str:
+        if isinstance(value, str):
+            value = dt.date.fromisoformat(value)
+        return value.strftime(fmt)
+
+    helpers: dict[str, Callable[..., Any]] = {
+        "var": var, "env_var": env_var, "today": today, "now": lambda: now, "days_ago": days_ago,
+        "ds_add": ds_add,
+    }
+    jenv.globals.update(helpers)
+    jenv.filters["strftime"] = strftime
+    jenv.filters["date_format"] = strftime
+    return jenv
+
+
+def render_text(
+    text: str,
+    *,
+    vars: Mapping[str, Any] | None = None,
+    now: dt.datetime | None = None,
+    env: Mapping[str, str] | None = None,
+    used_env: set[str] | None = None,
+) -> str:
+    """Render ``text``; raises RenderProblem with the template line on any error."""
+    if "{{" not in text and "{%" not in text and "{#" not in text:
+        return text
+    jenv = _make_env(vars or {}, now or dt.datetime.now(dt.timezone.utc), os.environ if env is None else env,
+                     used_env)
+    try:
+        template = jenv.from_string(text)
+        return template.render()
+    except RenderProblem as p:
+        p.line = _template_line() or p.line
+        raise
+    except jinja2.TemplateSyntaxError as e:
+        raise RenderProblem("jinja_syntax", e.message or str(e), e.lineno or 1) from None
+    except SecurityError as e:
+        raise RenderProblem("jinja_sandbox", f"refused by the template sandbox: {e}", _template_line() or 1,
+                            "templates may only use vars, env_var and the date helpers") from None
+    except jinja2.UndefinedError as e:
+        raise RenderProblem("jinja_undefined", str(e.message), _template_line() or 1,
+                            "use var('name') / env_var('NAME'); plain names are not defined") from None
+    except (TypeError, ValueError, ArithmeticError, AttributeError) as e:
+        raise RenderProblem("jinja_error", f"{type(e).__name__}: {e}", _template_line() or 1) from None
+    except RecursionError:
+        raise RenderProblem("jinja_error", "template recursion too deep", 1) from None
+
+
+def _template_line() -> int | None:
+    """Line of the template frame in the current exception's traceback."""
+    import sys
+
+    tb = sys.exc_info()[2]
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line

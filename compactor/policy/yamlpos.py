@@ -1,0 +1,150 @@
+"""Load YAML into plain Python values while remembering where every value was written.
+
+We compose the node graph with PyYAML's SafeLoader and convert it ourselves, so that we can (a) record
+a 1-based line/col per JSON path, (b) reject duplicate keys, and (c) refuse hostile input (alias bombs,
+deep nesting, huge files) with a clear error instead of exhausting memory.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+MAX_FILE_BYTES = 5 * 2**20
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+
+
+@dataclass
+class YamlProblem(Exception):
+    code: str
+    message: str
+    line: int = 1
+    col: int = 1
+    hint: str | None = None
+
+
+@dataclass
+class Located:
+    """A loaded document plus positions: json path ('tables[0].compaction') -> (line, col)."""
+
+    value: Any
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def pos(self, path: str) -> tuple[int, int]:
+        """Position of path or of its nearest recorded ancestor."""
+        while True:
+            if path in self.positions:
+                return self.positions[path]
+            if not path:
+                return (1, 1)
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+
+
+def join_path(base: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{base}[{key}]"
+    return f"{base}.{key}" if base else str(key)
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.positions: dict[str, tuple[int, int]] = {}
+        self.nodes = 0
+        self.duplicates: list[YamlProblem] = []
+
+    def convert(self, node: yaml.Node, path: str, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise YamlProblem("yaml_too_large", f"document expands to more than {MAX_NODES} values "
+                              "(alias/anchor bomb?)", node.start_mark.line + 1, node.start_mark.column + 1,
+                              "remove recursive or repeated anchors")
+        if depth > MAX_DEPTH:
+            raise YamlProblem("yaml_too_deep", f"nesting deeper than {MAX_DEPTH} levels",
+                              node.start_mark.line + 1, node.start_mark.column + 1)
+        self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for k_node, v_node in node.value:
+                if k_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlProblem("yaml_merge_key", "YAML merge keys (<<) are not supported",
+                                      k_node.start_mark.line + 1, k_node.start_mark.column + 1,
+                                      "use project or file `defaults` instead")
+                key = self.convert(k_node, path + ".<key>", depth + 1)
+                if not isinstance(key, (str, int, float, bool)) or key is None:
+                    raise YamlProblem("yaml_bad_key", f"mapping keys must be strings, got {key!r}",
+                                      k_node.start_mark.line + 1, k_node.start_mark.column + 1)
+                key = str(key) if not isinstance(key, str) else key
+                child = join_path(path, key)
+                if key in out:
+                    self.duplicates.append(YamlProblem(
+                        "duplicate_key", f"duplicate key {key!r}", k_node.start_mark.line + 1,
+                        k_node.start_mark.column + 1, "each key may appear once in a mapping"))
+                    continue
+                self.positions[child] = (v_node.start_mark.line + 1, v_node.start_mark.column + 1)
+                self.positions.setdefault(child + ".<keypos>", (k_node.start_mark.line + 1,
+                                                                  k_node.start_mark.column + 1))
+                out[key] = self.convert(v_node, child, depth + 1)
+            self.positions.pop(path + ".<key>", None)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(v, join_path(path, i), depth + 1) for i, v in enumerate(node.value)]
+        value = yaml.SafeLoader.construct_scalar_value(node)  # type: ignore[attr-defined]
+        # YAML turns 2024-01-01 into a date; policies treat every such value as text
+        return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
+
+
+def _construct_scalar(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+yaml.SafeLoader.construct_scalar_value = staticmethod(_construct_scalar)  # type: ignore[attr-defined]
+
+
+def load_yaml(text: str) -> tuple[Located, list[YamlProblem]]:
+    """Parse YAML text. Raises YamlProblem for syntax errors and hostile input; returns duplicate-key
+    problems separately (they do not stop validation)."""
+    if len(text.encode("utf-8", "ignore")) > MAX_FILE_BYTES:
+        raise YamlProblem("file_too_large", f"file is larger than {MAX_FILE_BYTES // 2**20} MiB",
+                          hint="split policies into several files")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark else 1
+        col = mark.column + 1 if mark else 1
+        raise YamlProblem("yaml_syntax", f"{e.problem or e.context}", line, col) from None
+    except yaml.YAMLError as e:
+        raise YamlProblem("yaml_syntax", str(e)) from None
+    except RecursionError:
+        raise YamlProblem("yaml_too_deep", "nesting too deep to parse") from None
+    if node is None:
+        return Located(None, {"": (1, 1)}), []
+    conv = _Converter()
+    try:
+        value = conv.convert(node, "", 0)
+    except RecursionError:
+        raise YamlProblem("yaml_too_deep", "nesting too deep to parse") from None
+    except yaml.constructor.ConstructorError as e:
+        mark = e.problem_mark
+        raise YamlProblem("yaml_syntax", str(e.problem), (mark.line + 1) if mark else 1,
+                          (mark.column + 1) if mark else 1) from None
+    return Located(value, conv.positions), conv.duplicates
+
+
+def context_lines(text: str, line: int, radius: int = 2) -> str:
+    """Numbered lines around `line` (1-based), with a marker, for YAML syntax errors."""
+    lines = text.splitlines()
+    lo, hi = max(1, line - radius), min(len(lines), line + radius)
+    width = len(str(hi))
+    return "\n".join(
+        f"{'>' if n == line else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(lo, hi + 1)
+    )

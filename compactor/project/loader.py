@@ -1,0 +1,108 @@
+"""Load compactor.yml and profiles.yml (dbt-style) into Project and Target."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from compactor.errors import ProjectError, UsageError
+from compactor.policy.diagnostics import Diagnostic
+from compactor.policy.render import RenderProblem, render_text
+from compactor.policy.schema import schema_diagnostics
+from compactor.policy.yamlpos import YamlProblem, load_yaml
+from compactor.project.model import Project, SparkSettings, Target
+
+PROJECT_FILE = "compactor.yml"
+PROFILES_FILE = "profiles.yml"
+
+
+def _load(path: Path, label: str, *, vars: Mapping[str, Any]) -> tuple[Any, list[Diagnostic], Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProjectError(f"cannot read {path}: {e}") from None
+    diags: list[Diagnostic] = []
+    try:
+        rendered = render_text(text, vars=vars)
+        doc, dups = load_yaml(rendered)
+    except RenderProblem as p:
+        raise ProjectError(f"{path}:{p.line}: {p.code} {p.message}", hint=p.hint) from None
+    except YamlProblem as p:
+        raise ProjectError(f"{path}:{p.line}:{p.col}: {p.code} {p.message}", hint=p.hint) from None
+    for d in dups:
+        diags.append(Diagnostic(label, d.line, d.col, d.code, d.message, "", d.hint))
+    return doc, diags, doc.value
+
+
+def load_project(project_dir: Path, cli_vars: Mapping[str, Any]) -> tuple[Project, list[Diagnostic]]:
+    project_dir = Path(project_dir)
+    path = project_dir / PROJECT_FILE
+    if not path.is_file():
+        raise ProjectError(f"no {PROJECT_FILE} in {project_dir.resolve()}",
+                           hint="run `compactor init` or pass --project-dir")
+    doc, diags, value = _load(path, PROJECT_FILE, vars=cli_vars)
+    if not isinstance(value, dict):
+        raise ProjectError(f"{path}: expected a mapping with at least `name`")
+    diags += schema_diagnostics(doc, PROJECT_FILE, "project.schema.json")
+    if isinstance(value.get("defaults"), dict):
+        # project defaults obey the same schema as a policy file's defaults
+        diags += schema_diagnostics(doc, PROJECT_FILE, "policy.schema.json", ref="#/$defs/defaults",
+                                    base="defaults", value=value["defaults"])
+    if diags and any(d.severity == "error" for d in diags):
+        return Project(name=str(value.get("name", "invalid")), root=project_dir, file=path), diags
+    vars = {**(value.get("vars") or {}), **cli_vars}
+    paths = value.get("policy-paths") or ["policies"]
+    return Project(
+        name=value["name"], root=project_dir, policy_paths=tuple(paths),
+        target_path=value.get("target-path", "target"), defaults=value.get("defaults") or {},
+        vars=vars, profile=value.get("profile") or "default", file=path,
+    ), diags
+
+
+def find_profiles(project_dir: Path, profiles_dir: Path | None) -> Path | None:
+    if profiles_dir is not None:
+        p = Path(profiles_dir) / PROFILES_FILE
+        if not p.is_file():
+            raise UsageError(f"no {PROFILES_FILE} in --profiles-dir {profiles_dir}")
+        return p
+    for d in (Path(project_dir), Path(os.path.expanduser("~/.compactor"))):
+        if (d / PROFILES_FILE).is_file():
+            return d / PROFILES_FILE
+    return None
+
+
+def load_target(project: Project, profiles_dir: Path | None, target_name: str | None) -> tuple[Target, list[Diagnostic]]:
+    """The selected target. Without any profiles.yml, an implicit local-engine target named 'dev'."""
+    path = find_profiles(project.root, profiles_dir)
+    if path is None:
+        if target_name not in (None, "dev"):
+            raise UsageError(f"target '{target_name}' requested but no {PROFILES_FILE} was found",
+                             hint="create profiles.yml in the project dir or ~/.compactor/")
+        return Target(name="dev", profile=project.profile, engine="local"), []
+    doc, diags, value = _load(path, str(path), vars=project.vars)
+    diags += [Diagnostic(str(path), d.line, d.col, d.code, d.message, d.json_path, d.hint)
+              for d in schema_diagnostics(doc, str(path), "profiles.schema.json")]
+    if any(d.severity == "error" for d in diags):
+        return Target(), diags
+    if not isinstance(value, dict) or not value:
+        raise ProjectError(f"{path}: no profiles defined")
+    name = project.profile if project.profile in value else (next(iter(value)) if len(value) == 1 else None)
+    if name is None:
+        raise ProjectError(f"profile '{project.profile}' not found in {path}",
+                           hint=f"profiles there: {', '.join(value)}; set `profile:` in compactor.yml")
+    profile = value[name]
+    outputs = profile["outputs"]
+    chosen = target_name or profile.get("target") or next(iter(outputs))
+    if chosen not in outputs:
+        raise UsageError(f"target '{chosen}' is not defined in profile '{name}' ({path})",
+                         hint=f"targets there: {', '.join(outputs)}")
+    out = outputs[chosen]
+    spark = out.get("spark") or {}
+    return Target(
+        name=chosen, profile=name, engine=out["engine"],
+        spark=SparkSettings(master=spark.get("master"), app_name=spark.get("app_name", "compactor"),
+                            conf={k: str(v) for k, v in (spark.get("conf") or {}).items()}),
+        storage_options={k: str(v) for k, v in (out.get("storage_options") or {}).items()},
+        threads=out.get("threads"),
+    ), diags
