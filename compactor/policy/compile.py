@@ -10,7 +10,7 @@ from compactor.errors import PolicyError
 from compactor.policy.build import build_table, deep_merge
 from compactor.policy.diagnostics import Diagnostic, sort_key
 from compactor.policy.model import TablePolicy
-from compactor.policy.render import RenderProblem, render_text
+from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import Located, YamlProblem, context_lines, load_yaml
 from compactor.project.loader import load_project, load_target
@@ -76,17 +76,15 @@ def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located |
     except OSError as e:
         return None, [Diagnostic(rel, 1, 1, "unreadable_file", str(e))]
     try:
-        rendered = render_text(text, vars=project.vars)
-    except RenderProblem as p:
-        return None, [Diagnostic(rel, p.line, 1, p.code, p.message, "", p.hint)]
-    try:
-        doc, dups = load_yaml(rendered)
+        raw, dups = load_yaml(text)
     except YamlProblem as p:
         hint = p.hint
         if p.code == "yaml_syntax":
-            hint = "\n" + context_lines(rendered, p.line)
+            hint = "\n" + context_lines(text, p.line)
         return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", hint)]
-    return doc, [Diagnostic(rel, d.line, d.col, d.code, d.message, "", d.hint) for d in dups]
+    doc, problems = render_tree(raw, vars=project.vars)
+    render_diags = [Diagnostic(rel, *doc.pos(path), p.code, p.message, path, p.hint) for path, p in problems]
+    return doc, render_diags + [Diagnostic(rel, d.line, d.col, d.code, d.message, "", d.hint) for d in dups]
 
 
 def _compile_file(doc: Located, rel: str, project: Project) -> tuple[list[TablePolicy], list[Diagnostic]]:
@@ -96,11 +94,16 @@ def _compile_file(doc: Located, rel: str, project: Project) -> tuple[list[TableP
         if not diags:
             diags.append(Diagnostic(rel, 1, 1, "wrong_type", "a policy file must be a mapping with version and tables"))
         return [], diags
-    if diags:
-        return [], diags  # typed building needs a schema-valid file; every schema error is reported
+    # typed building needs schema-valid input: build every table whose own entry (and the file
+    # defaults) passed the schema, so semantic errors of the others are still reported
+    if any(not d.json_path.startswith("tables[") for d in diags) or not isinstance(value.get("tables"), list):
+        return [], diags
+    broken = {d.json_path.split("]")[0] + "]" for d in diags}
     policies = []
     file_defaults = value.get("defaults") or {}
     for i, table in enumerate(value.get("tables") or []):
+        if f"tables[{i}]" in broken:
+            continue
         merged = deep_merge(project.defaults, file_defaults, table)
         p, d = build_table(merged, doc=doc, file=rel, base=f"tables[{i}]")
         diags += d
@@ -155,7 +158,7 @@ def validate_project(options: "ProjectOptions") -> ValidationResult:
         rels.append(rel)
         doc, d = _load_policy_file(f, rel, project)
         diags += d
-        if doc is not None and not any(x.severity == "error" and x.code != "duplicate_key" for x in d):
+        if doc is not None:
             ps, d2 = _compile_file(doc, rel, project)
             policies += ps
             diags += d2

@@ -122,3 +122,45 @@ def _template_line() -> int | None:
             line = tb.tb_lineno
         tb = tb.tb_next
     return line
+
+
+def render_tree(doc: "Located", *, vars: Mapping[str, Any] | None = None, now: dt.datetime | None = None,
+                env: Mapping[str, str] | None = None) -> tuple["Located", list[tuple[str, RenderProblem]]]:
+    """Render every string value of a loaded YAML document (like dbt: comments are never rendered).
+
+    A value that is one whole expression (``"{{ var('n') }}"``) keeps the native type of its result
+    (YAML-parsed: 5 -> int, true -> bool). Returns the rendered document (same positions) and the
+    problems, each with the JSON path of the value it came from.
+    """
+    import yaml
+
+    from compactor.policy.yamlpos import Located, join_path
+
+    problems: list[tuple[str, RenderProblem]] = []
+
+    def walk(value: Any, path: str) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, join_path(path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, join_path(path, i)) for i, v in enumerate(value)]
+        if isinstance(value, str) and ("{{" in value or "{%" in value):
+            try:
+                out = render_text(value, vars=vars, now=now, env=env)
+            except RenderProblem as p:
+                problems.append((path, p))
+                return value
+            stripped = value.strip()
+            if out.strip() and stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+                try:
+                    native = yaml.safe_load(out)
+                except yaml.YAMLError:
+                    return out
+                if isinstance(native, (int, float, bool)) or native is None:
+                    return native
+            return out
+        return value
+
+    return Located(walk(doc.value, ""), doc.positions), problems
+
+
+from compactor.policy.yamlpos import Located  # noqa: E402  (for type checkers)

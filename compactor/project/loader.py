@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from compactor.errors import ProjectError, UsageError
 from compactor.policy.diagnostics import Diagnostic
-from compactor.policy.render import RenderProblem, render_text
+from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import YamlProblem, load_yaml
 from compactor.project.model import Project, SparkSettings, Target
@@ -24,12 +24,13 @@ def _load(path: Path, label: str, *, vars: Mapping[str, Any]) -> tuple[Any, list
         raise ProjectError(f"cannot read {path}: {e}") from None
     diags: list[Diagnostic] = []
     try:
-        rendered = render_text(text, vars=vars)
-        doc, dups = load_yaml(rendered)
-    except RenderProblem as p:
-        raise ProjectError(f"{path}:{p.line}: {p.code} {p.message}", hint=p.hint) from None
+        raw, dups = load_yaml(text)
     except YamlProblem as p:
         raise ProjectError(f"{path}:{p.line}:{p.col}: {p.code} {p.message}", hint=p.hint) from None
+    doc, problems = render_tree(raw, vars=vars)
+    for jpath, p in problems:
+        line, col = doc.pos(jpath)
+        raise ProjectError(f"{path}:{line}:{col}: {p.code} {p.message}", hint=p.hint)
     for d in dups:
         diags.append(Diagnostic(label, d.line, d.col, d.code, d.message, "", d.hint))
     return doc, diags, doc.value
