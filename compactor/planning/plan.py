@@ -38,6 +38,7 @@ SKIP_REASONS = (
     "retention_in_sync",         # table properties already match the declared retention
     "writer_active",             # sink: writer not stopped
     "downstream_readers",        # sink: downstream streaming readers not acknowledged
+    "invalid_policy",            # the policy does not fit the table (e.g. where on a non-partition column)
 )
 
 

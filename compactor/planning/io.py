@@ -1,0 +1,51 @@
+"""Read and write plan files (validated against schemas/plan.schema.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+
+from compactor.errors import PlanError
+from compactor.planning.plan import SCHEMA_VERSION, Plan, plan_from_dict, plan_to_dict
+from compactor.policy.schema import load_schema
+
+
+def write_plan(plan: Plan, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(plan_to_dict(plan), f, separators=(",", ":"))
+    os.replace(tmp, path)
+    return path
+
+
+def validate_plan_dict(data: object) -> None:
+    if not isinstance(data, dict):
+        raise PlanError("plan file is not a JSON object")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads {SCHEMA_VERSION})",
+                        hint="re-run `compactor plan` with this compactor version")
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema("plan.schema.json")).iter_errors(data))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise PlanError(f"plan file does not match plan.schema.json at {where}: {err.message[:300]}")
+
+
+def load_plan(path: Path) -> Plan:
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise PlanError(f"plan file not found: {path}", hint="run `compactor plan --out FILE` first") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlanError(f"cannot read plan file {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise PlanError(f"plan file {path} is not valid JSON (line {e.lineno}, col {e.colno}): {e.msg}") from None
+    validate_plan_dict(data)
+    return plan_from_dict(data)

@@ -1,0 +1,260 @@
+"""Partition-level planning (pure): scope, quiet period, triggers, bins, order and budget.
+
+Works columnar: per-partition aggregates come from one pyarrow group-by; Python objects per file are
+made only for partitions that pass the cheap checks (their files must be listed in the plan anyway).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from compactor.planning.bins import plan_bins
+from compactor.planning.plan import Action, Precondition, Skip
+from compactor.policy.model import Compaction
+from compactor.policy.predicate import Predicate, _norm
+
+NULL_KEY = "\x00null"
+SEP = "\x1f"
+
+
+@dataclass
+class _Candidate:
+    partition: dict[str, str | None]
+    action: Action
+    min_mtime: int
+
+
+def partition_key_column(files: pa.Table, partition_columns: Sequence[str]) -> pa.Array:
+    if not partition_columns:
+        return pa.array([""] * files.num_rows, pa.string())
+    cols = [pc.fill_null(files.column(f"partition.{c}"), NULL_KEY) for c in partition_columns]
+    if len(cols) == 1:
+        return cols[0].combine_chunks() if isinstance(cols[0], pa.ChunkedArray) else cols[0]
+    joined = pc.binary_join_element_wise(*cols, SEP)
+    return joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined
+
+
+def _values_of(key: str, partition_columns: Sequence[str]) -> dict[str, str | None]:
+    if not partition_columns:
+        return {}
+    parts = key.split(SEP) if len(partition_columns) > 1 else [key]
+    return {c: (None if v == NULL_KEY else v) for c, v in zip(partition_columns, parts)}
+
+
+def _sort_key(values: Mapping[str, str | None], columns: Sequence[str]) -> tuple:
+    out = []
+    for c in columns:
+        v = values.get(c)
+        n = _norm(v) if v is not None else None
+        out.append((0, 0, "") if v is None else (1, n, "") if isinstance(n, (int, float)) else (2, 0, str(v)))
+    return tuple(out)
+
+
+def _parse_date(value: str | None, fmt: str | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        if fmt:
+            d = dt.datetime.strptime(value, fmt)
+        else:
+            d = dt.datetime.fromisoformat(value.replace("Z", "+00:00")) if len(value) > 10 else \
+                dt.datetime.combine(dt.date.fromisoformat(value), dt.time())
+    except ValueError:
+        return None
+    return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
+
+
+def plan_partitions(
+    files: pa.Table,
+    partition_columns: Sequence[str],
+    compaction: Compaction,
+    *,
+    now: dt.datetime,
+    bin_model: str,
+    version: int | None,
+    action_type: str = "compact",
+    where: Predicate | None = None,
+    eligible: pa.Array | None = None,
+) -> tuple[list[Action], list[Skip]]:
+    """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
+
+    ``eligible``: optional boolean mask; files where it is False are never rewritten (sinks: files
+    not listed in the latest .compact).
+    """
+    if files.num_rows == 0:
+        return [], [Skip("no_files", None, {"files": 0}, "the table has no live files")]
+    c = compaction
+    now_ms = int(now.timestamp() * 1000)
+    keys = partition_key_column(files, partition_columns)
+    small = pc.less(files.column("size_bytes"), c.min_file_size)
+    if eligible is not None:
+        small = pc.and_(small, eligible)
+    agg_input = pa.table({"k": keys, "size": files.column("size_bytes"), "mtime": files.column("modification_time"),
+                          "small": pc.cast(small, pa.int64())})
+    agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
+                                             ("mtime", "min"), ("small", "sum")])
+    stats = {row["k"]: row for row in agg.to_pylist()}
+    all_values = {k: _values_of(k, partition_columns) for k in stats}
+
+    skips: list[Skip] = []
+    latest: set[str] = set()
+    if c.partitions.skip_latest and partition_columns:
+        ordered = sorted(stats, key=lambda k: _sort_key(all_values[k], partition_columns))
+        latest = set(ordered[-c.partitions.skip_latest:])
+
+    def skip(k: str, reason: str, msg: str, **details: Any) -> None:
+        s = stats[k]
+        skips.append(Skip(reason, all_values[k] if partition_columns else None,
+                          {"files": s["size_count"], "small_files": s["small_sum"], "bytes": s["size_sum"], **details}, msg))
+
+    survivors: list[str] = []
+    lb = c.partitions.lookback
+    for k in sorted(stats, key=lambda k: _sort_key(all_values[k], partition_columns)):
+        values, s = all_values[k], stats[k]
+        if where is not None and not where.evaluate(values, today=now.date()):
+            skip(k, "outside_where", f"not matched by where: {where.text}")
+            continue
+        if lb is not None:
+            d = _parse_date(values.get(lb.column), lb.date_format)
+            horizon = now - dt.timedelta(seconds=lb.seconds)
+            if d is None or d < horizon.replace(hour=0, minute=0, second=0, microsecond=0):
+                skip(k, "outside_lookback", f"{lb.column}={values.get(lb.column)} is outside the lookback window",
+                     lookback_from=horizon.date().isoformat())
+                continue
+        if k in latest:
+            skip(k, "skip_latest", f"one of the {c.partitions.skip_latest} newest partition(s)")
+            continue
+        if c.quiet_period and s["mtime_max"] is not None and now_ms - s["mtime_max"] < c.quiet_period * 1000:
+            skip(k, "quiet_period", "files were written within the quiet period (active writer?)",
+                 newest_file_age_s=max(0, (now_ms - s["mtime_max"]) // 1000), quiet_period_s=c.quiet_period)
+            continue
+        if s["small_sum"] == 0:
+            skip(k, "already_compact", "no file is below min_file_size", min_file_size=c.min_file_size)
+            continue
+        if s["small_sum"] < c.triggers.min_input_files:
+            skip(k, "below_min_input_files", f"{s['small_sum']} small file(s) < min_input_files {c.triggers.min_input_files}",
+                 min_input_files=c.triggers.min_input_files)
+            continue
+        ratio = s["small_sum"] / s["size_count"]
+        if ratio < c.triggers.min_small_file_ratio:
+            skip(k, "below_min_small_file_ratio", f"small-file ratio {ratio:.2f} < {c.triggers.min_small_file_ratio}",
+                 small_file_ratio=round(ratio, 4), min_small_file_ratio=c.triggers.min_small_file_ratio)
+            continue
+        survivors.append(k)
+
+    candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
+                                version, action_type, eligible, skip)
+    return _apply_budget(candidates, c, skips)
+
+
+def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
+                   action_type, eligible, skip) -> list[_Candidate]:
+    if not survivors:
+        return []
+    wanted = pc.is_in(keys, value_set=pa.array(survivors, pa.string()))
+    idx = pc.indices_nonzero(wanted)
+    sub = files.take(idx)
+    sub_keys = keys.take(idx)
+    sub_eligible = eligible.take(idx) if eligible is not None else None
+    order = pc.sort_indices(pa.table({"k": sub_keys, "i": pa.array(range(len(sub_keys)))}),
+                            sort_keys=[("k", "ascending"), ("i", "ascending")])
+    sub = sub.take(order)
+    sub_keys = sub_keys.take(order).to_pylist()
+    paths = sub.column("path").to_pylist()
+    sizes = sub.column("size_bytes").to_pylist()
+    records = sub.column("num_records").to_pylist()
+    elig = sub_eligible.take(order).to_pylist() if sub_eligible is not None else None
+    out: list[_Candidate] = []
+    start = 0
+    n = len(sub_keys)
+    while start < n:
+        k = sub_keys[start]
+        end = start
+        while end < n and sub_keys[end] == k:
+            end += 1
+        p_paths, p_sizes, p_rec = paths[start:end], sizes[start:end], records[start:end]
+        p_elig = elig[start:end] if elig is not None else None
+        start = end
+        values = all_values[k]
+        if c.strategy == "bin_pack":
+            usable = list(range(len(p_sizes))) if p_elig is None else [i for i, e in enumerate(p_elig) if e]
+            u_sizes = [p_sizes[i] for i in usable]
+            bins = [[usable[i] for i in b] for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size)]
+            if not bins:
+                skip(k, "already_compact", "no two small files can share a bin", target_file_size=c.target_file_size)
+                continue
+            outputs = len(bins)
+            reason = (f"bin-pack {sum(map(len, bins))} file(s) into {outputs} ({bin_model} model, "
+                      f"target {c.target_file_size} bytes)")
+        else:
+            usable = list(range(len(p_sizes))) if p_elig is None else [i for i, e in enumerate(p_elig) if e]
+            total = sum(p_sizes[i] for i in usable)
+            outputs = max(1, math.ceil(total / c.target_file_size))
+            bins = [usable]
+            cols = ", ".join(c.z_order_by if c.strategy == "z_order" else c.sort_by)
+            reason = f"{c.strategy} by ({cols}): rewrites the whole partition ({len(usable)} files) every run"
+        input_idx = [i for b in bins for i in b]
+        n_in = len(input_idx)
+        reduction = n_in - outputs
+        if reduction <= c.triggers.min_file_reduction:
+            skip(k, "below_min_file_reduction", f"would remove only {reduction} file(s) (min_file_reduction "
+                 f"{c.triggers.min_file_reduction})", predicted_files_after=stats[k]["size_count"] - reduction,
+                 min_file_reduction=c.triggers.min_file_reduction)
+            continue
+        in_bytes = sum(p_sizes[i] for i in input_idx)
+        rec = [p_rec[i] for i in input_idx]
+        in_paths = [p_paths[i] for i in input_idx]
+        params: dict[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
+                                  "bin_model": bin_model, "strategy": c.strategy}
+        if c.strategy == "z_order":
+            params["z_order_by"] = list(c.z_order_by)
+        if c.strategy == "sort":
+            params["sort_by"] = list(c.sort_by)
+        action = Action(
+            type=action_type if c.strategy == "bin_pack" or action_type.startswith("sink") else c.strategy,
+            partition=values, input_files=n_in, input_bytes=in_bytes, expected_output_files=outputs,
+            expected_output_bytes=in_bytes, rows=None if any(r is None for r in rec) else sum(rec),
+            precondition=Precondition.of(version, in_paths),
+            bins=tuple(tuple(p_paths[i] for i in b) for b in bins) if c.strategy == "bin_pack" else (tuple(in_paths),),
+            params=params, reason=reason,
+        )
+        out.append(_Candidate(values, action, stats[k]["mtime_min"] or 0))
+    return out
+
+
+def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> tuple[list[Action], list[Skip]]:
+    def benefit(x: _Candidate) -> float:
+        a = x.action
+        return (a.input_files - a.expected_output_files) / max(1, a.input_bytes)
+
+    keyf = {
+        "benefit": lambda x: -benefit(x),
+        "bytes_asc": lambda x: x.action.input_bytes,
+        "bytes_desc": lambda x: -x.action.input_bytes,
+        "oldest_first": lambda x: x.min_mtime,
+    }[c.order]
+    cands.sort(key=keyf)
+    actions: list[Action] = []
+    used = 0
+    max_b, max_p = c.budget.max_bytes_per_run, c.budget.max_partitions_per_run
+    for x in cands:
+        a = x.action
+        if max_p is not None and len(actions) >= max_p:
+            skips.append(Skip("budget", x.partition, {"input_bytes": a.input_bytes, "max_partitions_per_run": max_p,
+                                                      "input_files": a.input_files},
+                              f"max_partitions_per_run {max_p} reached"))
+            continue
+        if max_b is not None and used + a.input_bytes > max_b:
+            skips.append(Skip("budget", x.partition, {"input_bytes": a.input_bytes, "max_bytes_per_run": max_b,
+                                                      "bytes_already_planned": used, "input_files": a.input_files},
+                              "does not fit in max_bytes_per_run"))
+            continue
+        used += a.input_bytes
+        actions.append(a)
+    return actions, skips
