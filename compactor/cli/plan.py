@@ -1,0 +1,60 @@
+"""`compactor plan`: a reviewable dry run, written to target/plan.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from compactor.cli import exit_codes
+from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+
+
+@click.command("plan")
+@project_options
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Plan file to write (default: <target-path>/plan.json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--partitions", is_flag=True, help="List every partition and skip, not a summary.")
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes present, 1 error (like Terraform).")
+@click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@debug_option
+@handle_errors
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
+            detailed_exitcode, metrics, debug) -> int:
+    """Inspect the selected tables and write an execution plan (nothing is changed)."""
+    from rich.console import Console
+
+    from compactor import api
+    from compactor.output.plan_render import render_markdown, render_text
+    from compactor.planning.plan import plan_to_dict
+    from compactor.policy.compile import compile_project
+
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    if out is None:
+        out = compile_project(options).project.target_dir / "plan.json"
+    err_console = Console(stderr=True)
+    if err_console.is_terminal and fmt == "text":
+        with err_console.status("inspecting tables...") as status:
+            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {name}"))
+    else:
+        plan = api.plan(options, out=out)
+    if fmt == "json":
+        click.echo(json.dumps(plan_to_dict(plan), indent=2))
+    elif fmt == "markdown":
+        click.echo(render_markdown(plan))
+    else:
+        render_text(plan, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 140), partitions=partitions)
+        click.echo(f"Plan written to {out}. Apply exactly this plan with: compactor apply {out}")
+    if metrics is not None:
+        from compactor.output.metrics import write_metrics
+
+        write_metrics(metrics, plan=plan)
+    if detailed_exitcode:
+        if plan.totals.errors:
+            return exit_codes.PLAN_ERROR
+        return exit_codes.PLAN_CHANGES if plan.has_changes else exit_codes.OK
+    return exit_codes.FAILURE if plan.totals.errors else exit_codes.OK

@@ -1,0 +1,1 @@
+"""Renderers: rich text, JSON, markdown (and later HTML)."""

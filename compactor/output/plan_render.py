@@ -1,0 +1,103 @@
+"""Render a Plan as rich text (terminal) or markdown (pull-request comments)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from compactor.planning.plan import Action, Plan, Skip, TablePlan
+from compactor.units import format_size
+
+REWRITES = ("compact", "z_order", "sort", "sink_compact")
+
+
+def _part(p: dict | None) -> str:
+    if not p:
+        return "(table)"
+    return "/".join(f"{k}={v if v is not None else 'null'}" for k, v in p.items())
+
+
+def _skip_summary(skips: Iterable[Skip]) -> str:
+    counts = Counter(s.reason for s in skips)
+    return ", ".join(f"{r} x{n}" for r, n in counts.most_common())
+
+
+def _action_row(a: Action) -> tuple[str, ...]:
+    if a.type in REWRITES:
+        return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}",
+                format_size(a.input_bytes), "-" if a.rows is None else f"{a.rows:,}")
+    if a.type == "set_properties":
+        props = ", ".join(f"{k}={v}" for k, v in a.params.get("properties", {}).items())
+        return (a.type, "(table)", "", "", props)
+    if a.type == "vacuum":
+        n = a.params.get("files_to_delete")
+        return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params.get('retention_hours')}h")
+    return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
+
+
+def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20) -> None:
+    for t in plan.tables:
+        title = f"[bold]{t.name}[/]  {t.format}  v{t.version if t.version is not None else '-'}  ({t.bin_model} model)"
+        if t.error:
+            console.print(f"{title}\n  [red]error:[/] {t.error}")
+            continue
+        if t.actions:
+            table = Table(title=title, title_justify="left", show_lines=False)
+            for col in ("action", "partition", "files", "bytes", "rows / detail"):
+                table.add_column(col, overflow="fold")
+            shown = t.actions if partitions else t.actions[:max_rows]
+            for a in shown:
+                table.add_row(*_action_row(a))
+            if len(shown) < len(t.actions):
+                table.add_row("...", f"{len(t.actions) - len(shown)} more (use --partitions)", "", "", "")
+            console.print(table)
+        else:
+            console.print(f"{title}\n  no changes")
+        if t.skipped:
+            console.print(f"  skipped: {_skip_summary(t.skipped)}")
+            if partitions:
+                for s in t.skipped:
+                    console.print(f"    {_part(s.partition)}: {s.reason} - {s.message}")
+        console.print(f"  files {t.files_before} -> {t.files_after}")
+    tot = plan.totals
+    console.print(
+        f"[bold]Plan:[/] {tot.actions} action(s) on {sum(1 for t in plan.tables if t.actions)} of {tot.tables} table(s); "
+        f"files {tot.files_before} -> {tot.files_after}; rewrite {format_size(tot.bytes_to_rewrite)} "
+        f"(~{format_size(tot.estimated_io_bytes)} read+written); {tot.errors} error(s)")
+
+
+def render_markdown(plan: Plan) -> str:
+    tot = plan.totals
+    lines = [f"### compactor plan: {tot.actions} action(s), files {tot.files_before} → {tot.files_after}, "
+             f"rewrite {format_size(tot.bytes_to_rewrite)}", "",
+             f"Target `{plan.target.get('name')}` ({plan.target.get('engine')} engine), generated {plan.generated_at}.", "",
+             "| table | version | actions | files before → after | bytes to rewrite | skipped |",
+             "|---|---:|---:|---|---:|---|"]
+    for t in plan.tables:
+        rw = sum(a.input_bytes for a in t.actions if a.type in REWRITES)
+        kinds = Counter(a.type for a in t.actions)
+        acts = ", ".join(f"{k} ×{n}" for k, n in kinds.items()) or "none"
+        status = f"**error**: {t.error}" if t.error else _skip_summary(t.skipped) or "-"
+        lines.append(f"| `{t.name}` | {t.version if t.version is not None else '-'} | {acts} | "
+                     f"{t.files_before} → {t.files_after} | {format_size(rw)} | {status} |")
+    for t in plan.tables:
+        rewrites = [a for a in t.actions if a.type in REWRITES]
+        if not rewrites:
+            continue
+        lines += ["", f"<details><summary><code>{t.name}</code>: {len(rewrites)} partition(s)</summary>", "",
+                  "| partition | files | bytes | rows |", "|---|---|---:|---:|"]
+        for a in rewrites[:50]:
+            lines.append(f"| `{_part(a.partition)}` | {a.input_files} → {a.expected_output_files} | "
+                         f"{format_size(a.input_bytes)} | {a.rows if a.rows is not None else '-'} |")
+        if len(rewrites) > 50:
+            lines.append(f"| … {len(rewrites) - 50} more | | | |")
+        lines += ["", "</details>"]
+    return "\n".join(lines) + "\n"
+
+
+def table_summary(t: TablePlan) -> dict:
+    return {"name": t.name, "actions": len(t.actions), "files_before": t.files_before, "files_after": t.files_after,
+            "skipped": dict(Counter(s.reason for s in t.skipped)), "error": t.error}
