@@ -1,0 +1,161 @@
+"""Guards against delta-rs 1.6's duplicate-compaction hazard (see docs/safety.md).
+
+delta-rs lets two dataChange=false commits remove the same files, so two compactions of the same files
+both commit and every row appears twice. compactor (1) holds a table lease, (2) re-checks right before
+committing that every file it removes is still live, and (3) after committing scans the commits between
+its read version and its own for removes that overlap its own; if any, it repairs at once with a
+dataChange=false commit that removes its own adds and re-adds those of its removed files that no
+concurrent commit removed. Only the later of two overlapping commits sees the other in its window, so
+exactly one side repairs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from compactor.errors import ApplyError, StalePlanError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Commit:
+    version: int
+    adds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    removes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _fs(uri: str, storage_options: Mapping[str, str] | None) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(uri) if "://" in uri else (pafs.LocalFileSystem(), uri)
+
+
+def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
+    fs, base = _fs(uri, storage_options)
+    path = f"{base.rstrip('/')}/_delta_log/{version:020d}.json"
+    try:
+        with fs.open_input_stream(path) as f:
+            text = f.read().decode("utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+    c = Commit(version)
+    from urllib.parse import unquote
+
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        if "add" in obj:
+            c.adds[unquote(obj["add"]["path"])] = obj["add"]
+        elif "remove" in obj:
+            c.removes[unquote(obj["remove"]["path"])] = obj["remove"]
+        elif "commitInfo" in obj:
+            c.info = obj["commitInfo"]
+    return c
+
+
+def latest_version(uri: str, storage_options: Mapping[str, str] | None = None) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(uri, storage_options=dict(storage_options or {}) or None).version()
+
+
+def live_paths(uri: str, storage_options: Mapping[str, str] | None = None) -> set[str]:
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    return set(pa.table(dt.get_add_actions(flatten=True)).column("path").to_pylist())
+
+
+def assert_files_live(uri: str, storage_options: Mapping[str, str] | None, paths: Iterable[str]) -> None:
+    """Raise StalePlanError if any of ``paths`` is no longer a live file of the table."""
+    live = live_paths(uri, storage_options)
+    gone = [p for p in paths if p not in live]
+    if gone:
+        raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})",
+                             hint="the table changed since planning; re-plan")
+
+
+def find_own_commit(uri: str, storage_options: Mapping[str, str] | None, after_version: int, marker: str,
+                    timeout_s: float = 5.0) -> Commit:
+    """The commit after ``after_version`` whose commitInfo carries compactor.action == marker."""
+    deadline = time.time() + timeout_s
+    while True:
+        latest = latest_version(uri, storage_options)
+        for v in range(after_version + 1, latest + 1):
+            c = read_commit(uri, v, storage_options)
+            if c is not None and _marker_of(c.info) == marker:
+                return c
+        if time.time() > deadline:
+            raise ApplyError(f"could not find compactor's commit (marker {marker}) after version {after_version}")
+        time.sleep(0.05)
+
+
+def _marker_of(info: Mapping[str, Any]) -> str | None:
+    if "compactor.action" in info:
+        return info["compactor.action"]
+    meta = info.get("userMetadata") or info.get("custom_metadata")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            return None
+    if isinstance(meta, Mapping):
+        return meta.get("compactor.action")
+    return None
+
+
+def find_overlapping_removes(uri: str, storage_options: Mapping[str, str] | None, read_version: int,
+                             own_version: int, own_removed: Iterable[str]) -> dict[str, int]:
+    """Paths we removed that a commit in (read_version, own_version) also removed -> that commit's version."""
+    mine = set(own_removed)
+    found: dict[str, int] = {}
+    for v in range(read_version + 1, own_version):
+        c = read_commit(uri, v, storage_options)
+        if c is None:
+            continue
+        for p in mine.intersection(c.removes):
+            found.setdefault(p, v)
+    return found
+
+
+def _stats_for(path: str, num_records: Mapping[str, int | None] | None) -> str:
+    n = (num_records or {}).get(path)
+    return json.dumps({"numRecords": n}) if n is not None else "{}"
+
+
+def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None, own: Commit,
+                            removed_by_others: Mapping[str, int], commit_metadata: Mapping[str, str],
+                            num_records: Mapping[str, int | None] | None = None) -> int:
+    """Undo the duplication: remove our own adds, re-add our removed files nobody else removed.
+    Returns the repair commit's version."""
+    from deltalake import DeltaTable
+    from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+
+    dt = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    now_ms = int(time.time() * 1000)
+    actions: list[Any] = []
+    for path, add in own.adds.items():
+        actions.append(RemoveAction(path=path, data_change=False, deletion_timestamp=now_ms, size=add.get("size"),
+                                    partition_values=add.get("partitionValues") or {}))
+    for path, rem in own.removes.items():
+        if path in removed_by_others:
+            continue
+        actions.append(AddAction(path=path, size=int(rem.get("size") or 0),
+                                 partition_values=rem.get("partitionValues") or {}, modification_time=now_ms,
+                                 data_change=False, stats=rem.get("stats") or _stats_for(path, num_records)))
+    before = dt.version()
+    dt.create_write_transaction(
+        actions, mode="append", schema=dt.schema(), partition_by=dt.metadata().partition_columns,
+        commit_properties=CommitProperties(custom_metadata={**commit_metadata, "compactor.repair_of": str(own.version)}),
+    )
+    log.warning("repaired duplicate compaction: commit %d overlapped %d earlier remove(s)", own.version,
+                len(removed_by_others))
+    return DeltaTable(uri, storage_options=dict(storage_options or {}) or None).version() if before is not None else -1

@@ -1,0 +1,19 @@
+"""Engine factory: target.engine -> an Engine (pyspark is imported only for the spark engine)."""
+
+from __future__ import annotations
+
+from compactor.engines.base import Engine
+from compactor.errors import UsageError
+from compactor.project.model import Target
+
+
+def create_engine(target: Target) -> Engine:
+    if target.engine == "local":
+        from compactor.engines.local import LocalEngine
+
+        return LocalEngine(target.storage_options, target.threads)
+    if target.engine == "spark":
+        from compactor.engines.spark import SparkEngine
+
+        return SparkEngine(target)
+    raise UsageError(f"unknown engine {target.engine!r}")
