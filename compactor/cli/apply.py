@@ -1,0 +1,65 @@
+"""`compactor apply [PLAN]`: execute exactly a reviewed plan (or a fresh one, after confirmation)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from compactor.cli import exit_codes
+from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+
+
+@click.command("apply")
+@click.argument("plan_file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@project_options
+@click.option("--auto-approve", is_flag=True, help="Apply a fresh plan without asking (needed when not on a terminal).")
+@click.option("--dry-run", is_flag=True, help="Check preconditions and show what would happen; change nothing.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failed action.")
+@click.option("--replan-stale", is_flag=True, help="Re-plan partitions whose planned files changed, instead of skipping them.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@debug_option
+@handle_errors
+def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
+            fail_fast, replan_stale, fmt, metrics, debug) -> int:
+    """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
+    from rich.console import Console
+
+    from compactor import api
+    from compactor.cli.common import echo_json
+    from compactor.errors import UsageError
+    from compactor.output.apply_render import ProgressPrinter, render_run
+
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    plan_obj = None
+    if plan_file is None:
+        from compactor.output.plan_render import render_text
+
+        plan_obj = api.plan(options)
+        console = Console(stderr=True)
+        render_text(plan_obj, console)
+        if not plan_obj.has_changes:
+            click.echo("No changes. Nothing to apply.")
+            return exit_codes.OK
+        if not (auto_approve or dry_run):
+            if not sys.stdin.isatty():
+                raise UsageError("refusing to apply an unreviewed plan without a terminal",
+                                 hint="pass --auto-approve, or run `compactor plan --out plan.json` and apply that file")
+            if not click.confirm("Apply this plan?", default=False):
+                click.echo("Apply cancelled.")
+                return exit_codes.OK
+    printer = ProgressPrinter(Console(stderr=True))
+    run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
+                    replan_stale=replan_stale, progress=printer)
+    if metrics is not None:
+        from compactor.output.metrics import write_metrics
+
+        write_metrics(metrics, run=run)
+    if fmt == "json":
+        echo_json(run.to_dict())
+    else:
+        render_run(run, Console())
+    return exit_codes.OK if run.ok else exit_codes.FAILURE

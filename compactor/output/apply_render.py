@@ -1,0 +1,60 @@
+"""Render apply progress and run results."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from compactor.apply.results import RunResults
+from compactor.units import format_size
+
+
+class ProgressPrinter:
+    """Progress callback: a live line on a terminal, plain log lines otherwise."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.done_bytes = 0
+
+    def __call__(self, event: str, data: dict[str, Any]) -> None:
+        if event == "action_start":
+            part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
+            self.console.print(f"[{data['index'] + 1}/{data['count']}] {data['table']}: {data['action']} {part} "
+                               f"({format_size(data.get('bytes') or 0)})", highlight=False)
+        elif event == "action_end":
+            r = data["result"]
+            if r.status != "success":
+                self.console.print(f"    -> {r.status}{': ' + r.error if r.error else ''}", highlight=False)
+            else:
+                self.done_bytes += r.bytes_removed
+                self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
+                                   f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
+
+
+def render_run(run: RunResults, console: Console) -> None:
+    per: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    for r in run.results:
+        t = per[r.table]
+        t["removed"] += r.files_removed
+        t["added"] += r.files_added
+        t["bytes"] += r.bytes_removed if r.type in ("compact", "z_order", "sort", "sink_compact") else 0
+        t["time"] += r.duration_s
+        t[r.status] += 1
+    table = Table(title=f"run {run.run_id} ({run.engine} engine){' - DRY RUN' if run.dry_run else ''}",
+                  title_justify="left")
+    for col in ("table", "files removed -> added", "bytes rewritten", "time", "ok", "stale", "failed"):
+        table.add_column(col)
+    for name, t in per.items():
+        table.add_row(name, f"{t['removed']} -> {t['added']}", format_size(t["bytes"]), f"{t['time']:.2f}s",
+                      str(t["success"]), str(t["stale"]), str(t["error"] + t["verification_failed"]))
+    console.print(table)
+    for r in run.results:
+        if r.error:
+            console.print(f"[red]{r.status}[/] {r.table} {r.type} {r.partition}: {r.error}", highlight=False)
+    tot = run.totals
+    console.print(f"Done: {tot.succeeded} succeeded, {tot.skipped} skipped, {tot.stale} stale, "
+                  f"{tot.errors} failed, {tot.verification_failed} failed verification; "
+                  f"rewrote {format_size(tot.bytes_rewritten)} in {tot.duration_s:.1f}s")
