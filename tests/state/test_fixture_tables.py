@@ -1,0 +1,67 @@
+"""Every Delta fixture either plans or is reported unreadable with a reason - never a crash."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from compactor.errors import TableReadError
+from compactor.planning.build import build_plan
+from compactor.policy.model import TablePolicy
+from compactor.project.model import Target
+from compactor.state.delta import read_delta_state
+
+from tests.conftest import FIXTURES
+
+DELTA_FIXTURES = sorted(p for group in ("delta-golden", "delta-misc", "delta-rs")
+                        for p in (FIXTURES / group).iterdir() if p.is_dir())
+# the INDEX.md records which fixtures delta-rs 1.6.6 cannot open
+UNREADABLE = {"deltalog-invalid-protocol-version", "deltalog-state-reconstruction-from-checkpoint-missing-metadata",
+              "versions-not-contiguous", "catalog-owned-preview"}
+
+
+def test_fixture_list_is_complete():
+    assert len(DELTA_FIXTURES) >= 40
+
+
+@pytest.mark.parametrize("path", DELTA_FIXTURES, ids=[p.name for p in DELTA_FIXTURES])
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_fixture_plans_or_is_unreadable(path: Path, engine: str) -> None:
+    try:
+        state: object = read_delta_state(str(path))
+    except TableReadError as e:
+        assert path.name in UNREADABLE, f"unexpectedly unreadable: {e}"
+        assert str(path) in str(e) and len(str(e)) > len(str(path)) + 5  # says which table and why
+        state = e
+    else:
+        assert path.name not in UNREADABLE
+        assert state.version is not None and state.files.num_rows >= 0
+    policy = TablePolicy(name=path.name, path=str(path))
+    plan = build_plan([policy], {path.name: state}, now=dt.datetime.now(dt.timezone.utc),
+                      target=Target(engine=engine), project_name="fixtures")
+    t = plan.tables[0]
+    if isinstance(state, Exception):
+        assert t.error and [s.reason for s in t.skipped] == ["unreadable"]
+    else:
+        assert t.error is None
+        assert t.files_before == state.file_count
+        reasons = {s.reason for s in t.skipped}
+        assert t.actions or reasons, "every table either has actions or says why not"
+
+
+def test_unsupported_fixture_reasons_name_the_feature(fixtures_dir: Path) -> None:
+    state = read_delta_state(str(fixtures_dir / "delta-rs" / "table_with_liquid_clustering"))
+    plan = build_plan([TablePolicy(name="x", path="x")], {"x": state}, now=dt.datetime.now(dt.timezone.utc),
+                      target=Target(), project_name="p")
+    (skip,) = plan.tables[0].skipped
+    assert skip.reason == "unsupported" and "rowTracking" in skip.message
+
+
+def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
+    with pytest.raises(TableReadError, match="does not exist"):
+        read_delta_state(str(tmp_path / "nope"))
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(TableReadError, match="not a Delta table"):
+        read_delta_state(str(tmp_path / "plain"))
