@@ -40,11 +40,6 @@ def stats_records(add: Mapping[str, Any]) -> int | None:
     return stats.get("numRecords") if isinstance(stats, Mapping) else None
 
 
-def records_by_path(ctx: ActionContext) -> dict[str, int | None]:
-    f = ctx.state.files
-    return dict(zip(f.column("path").to_pylist(), f.column("num_records").to_pylist()))
-
-
 class LocalEngine:
     name = "local"
 
@@ -83,8 +78,11 @@ class LocalEngine:
         uri = ctx.table.path
         dt = self._table(uri)
         read_version = dt.version()
-        # re-check on the very snapshot delta-rs will compact from (its commit follows immediately)
-        live = set(pa.table(dt.get_add_actions(flatten=True)).column("path").to_pylist())
+        # re-check on the very snapshot delta-rs will compact from (its commit follows immediately);
+        # row counts come from that snapshot too: delta-rs may also pick up files appended since planning
+        snap = pa.table(dt.get_add_actions(flatten=True))
+        records = dict(zip(snap.column("path").to_pylist(), snap.column("num_records").to_pylist()))
+        live = set(records)
         gone = [p for p in action.precondition.input_files if p not in live]
         if gone:
             from compactor.errors import StalePlanError
@@ -105,13 +103,13 @@ class LocalEngine:
             return ActionOutcome(version_before=read_version, version_after=read_version,
                                  details={"note": "delta-rs found nothing to rewrite"})
         own = delta_guard.find_own_commit(uri, self.storage_options, read_version, marker)
-        outcome = self._outcome(own, read_version, records_by_path(ctx))
+        outcome = self._outcome(own, read_version, records)
         overlap = delta_guard.find_overlapping_removes(uri, self.storage_options, read_version, own.version,
                                                        own.removes)
         if overlap:
             repair_v = delta_guard.repair_duplicate_commit(uri, self.storage_options, own, overlap,
                                                            {**ctx.commit_metadata, "compactor.action": marker + ":repair"},
-                                                           records_by_path(ctx))
+                                                           records)
             outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair_v,
                                            "conflicting_versions": sorted(set(overlap.values()))}
             outcome.version_after = repair_v
