@@ -129,9 +129,9 @@ def _apply_table(table: TablePlan, plan: Plan, target: Target, engine: Engine | 
         try:
             state = _read_state(table, target)
             res.table_version_before = state.version
-            if action.precondition.input_files:
+            if action.input_paths:
                 live = set(state.files.column("path").to_pylist())
-                gone = [p for p in action.precondition.input_files if p not in live]
+                gone = [p for p in action.input_paths if p not in live]
                 if gone:
                     if not replan_stale:
                         raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})")
@@ -140,7 +140,7 @@ def _apply_table(table: TablePlan, plan: Plan, target: Target, engine: Engine | 
                         raise StalePlanError("partition changed since planning and no longer needs compaction")
                     action = new
                     res.details = {"replanned": True}
-            res.rows_before = _rows_of(state, action.precondition.input_files) if action.type in REWRITE_ACTIONS else None
+            res.rows_before = _rows_of(state, action.input_paths) if action.type in REWRITE_ACTIONS else None
             if progress:
                 progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
                                           "bytes": action.input_bytes, "index": i, "count": len(table.actions)})

@@ -83,7 +83,7 @@ class LocalEngine:
         snap = pa.table(dt.get_add_actions(flatten=True))
         records = dict(zip(snap.column("path").to_pylist(), snap.column("num_records").to_pylist()))
         live = set(records)
-        gone = [p for p in action.precondition.input_files if p not in live]
+        gone = [p for p in action.input_paths if p not in live]
         if gone:
             from compactor.errors import StalePlanError
 

@@ -6,8 +6,6 @@ import json
 import os
 from pathlib import Path
 
-import jsonschema
-
 from compactor.errors import PlanError
 from compactor.planning.plan import SCHEMA_VERSION, Plan, plan_from_dict, plan_to_dict
 from compactor.policy.schema import load_schema
@@ -30,6 +28,8 @@ def validate_plan_dict(data: object) -> None:
     if version != SCHEMA_VERSION:
         raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads {SCHEMA_VERSION})",
                         hint="re-run `compactor plan` with this compactor version")
+    import jsonschema
+
     err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema("plan.schema.json")).iter_errors(data))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"

@@ -52,17 +52,15 @@ def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
 
 @dataclass(frozen=True)
 class Precondition:
-    """What must still hold when the action runs."""
+    """What must still hold when the action runs: the table version it was planned against and the
+    digest of the exact files it replaces (the files themselves are listed once, in Action.bins)."""
 
     table_version: int | None
-    #: exact paths the action replaces (relative to the table root for Delta)
-    input_files: tuple[str, ...] = ()
     digest: str = ""
 
     @classmethod
     def of(cls, version: int | None, files: list[str] | tuple[str, ...]) -> "Precondition":
-        files = tuple(files)
-        return cls(version, files, digest_paths(files))
+        return cls(version, digest_paths(files))
 
 
 @dataclass(frozen=True)
@@ -75,13 +73,19 @@ class Action:
     expected_output_bytes: int = 0
     rows: int | None = None
     precondition: Precondition = field(default_factory=lambda: Precondition(None))
-    #: exact input files of each output file (rewrite engines write one file per bin)
+    #: exact input files of each output file (rewrite engines write one file per bin); their union is
+    #: exactly the set of files the action replaces (paths relative to the table root for Delta)
     bins: tuple[tuple[str, ...], ...] = ()
     #: type-specific parameters: target_file_size, z_order_by, sort_by, retention_hours,
     #: properties {key: value}, files_to_delete, manifest (sink), ...
     params: Mapping[str, Any] = field(default_factory=dict)
     #: one line for humans: why this action exists / what the estimate assumes
     reason: str = ""
+
+    @property
+    def input_paths(self) -> tuple[str, ...]:
+        """Every file this action replaces (the union of its bins)."""
+        return tuple(p for b in self.bins for p in b)
 
 
 @dataclass(frozen=True)
@@ -167,10 +171,31 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
 # ---------------------------------------------------------------- serialisation
 
 
+def _action_to_dict(a: Action) -> dict[str, Any]:
+    # built by hand: dataclasses.asdict deep-copies every path string, which dominates large plans
+    return {
+        "type": a.type, "partition": dict(a.partition), "input_files": a.input_files,
+        "input_bytes": a.input_bytes, "expected_output_files": a.expected_output_files,
+        "expected_output_bytes": a.expected_output_bytes, "rows": a.rows,
+        "precondition": {"table_version": a.precondition.table_version, "digest": a.precondition.digest},
+        "bins": [list(b) for b in a.bins], "params": dict(a.params), "reason": a.reason,
+    }
+
+
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
-    d = asdict(plan)
-    # put schema_version first for readers
-    return {"schema_version": d.pop("schema_version"), **d}
+    tables = []
+    for t in plan.tables:
+        tables.append({
+            "name": t.name, "path": t.path, "format": t.format, "engine": t.engine, "version": t.version,
+            "bin_model": t.bin_model, "partition_columns": list(t.partition_columns),
+            "actions": [_action_to_dict(a) for a in t.actions],
+            "skipped": [asdict(s) for s in t.skipped],
+            "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
+            "error": t.error, "policy_source": t.policy_source,
+        })
+    return {"schema_version": plan.schema_version, "compactor_version": plan.compactor_version,
+            "generated_at": plan.generated_at, "project": plan.project, "target": dict(plan.target),
+            "tables": tables, "totals": asdict(plan.totals), "invocation": dict(plan.invocation)}
 
 
 def _action_from_dict(d: Mapping[str, Any]) -> Action:
@@ -183,9 +208,7 @@ def _action_from_dict(d: Mapping[str, Any]) -> Action:
         expected_output_files=int(d.get("expected_output_files", 0)),
         expected_output_bytes=int(d.get("expected_output_bytes", 0)),
         rows=d.get("rows"),
-        precondition=Precondition(
-            pre.get("table_version"), tuple(pre.get("input_files") or ()), pre.get("digest", "")
-        ),
+        precondition=Precondition(pre.get("table_version"), pre.get("digest", "")),
         bins=tuple(tuple(b) for b in d.get("bins") or ()),
         params=dict(d.get("params") or {}),
         reason=d.get("reason", ""),

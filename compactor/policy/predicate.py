@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import sqlglot
-from sqlglot import exp
+if TYPE_CHECKING:  # pragma: no cover
+    from sqlglot import exp
+
 
 
 class PredicateError(Exception):
@@ -42,7 +43,7 @@ def _compare(a: Any, b: Any) -> tuple[Any, Any] | None:
 @dataclass(frozen=True)
 class Predicate:
     text: str
-    tree: exp.Expression = field(repr=False)
+    tree: "exp.Expression" = field(repr=False)
     columns: frozenset[str] = frozenset()
 
     def evaluate(self, values: Mapping[str, str | None], *, today: dt.date | None = None) -> bool:
@@ -53,6 +54,9 @@ _SUPPORTED_FUNCS = {"current_date", "date_sub", "date_add", "to_date", "lower", 
 
 
 def parse_where(text: str) -> Predicate:
+    import sqlglot  # imported on first use: it costs a tenth of a second of CLI start-up
+    from sqlglot import exp
+
     if not isinstance(text, str) or not text.strip():
         raise PredicateError("the predicate is empty")
     try:
@@ -73,7 +77,9 @@ def parse_where(text: str) -> Predicate:
     return Predicate(text, tree, columns)
 
 
-def _eval(node: exp.Expression, values: Mapping[str, str | None], today: dt.date) -> Any:
+def _eval(node: "exp.Expression", values: Mapping[str, str | None], today: dt.date) -> Any:
+    from sqlglot import exp
+
     ev = lambda n: _eval(n, values, today)  # noqa: E731
     if isinstance(node, exp.Paren):
         return ev(node.this)

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from compactor.planning.build import build_plan
+from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table
 from compactor.policy.yamlpos import load_yaml
 from compactor.project.model import Target
@@ -108,5 +109,5 @@ def test_plan_case(path: Path) -> None:
     # every action's precondition lists exactly its input files, and bins cover them
     for a in table.actions:
         if a.type in ("compact", "z_order", "sort"):
-            assert len(a.precondition.input_files) == a.input_files
-            assert sorted(p for b in a.bins for p in b) == sorted(a.precondition.input_files)
+            assert len(a.input_paths) == len(set(a.input_paths)) == a.input_files
+            assert a.precondition.digest == digest_paths(a.input_paths)

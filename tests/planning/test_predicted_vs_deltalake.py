@@ -44,6 +44,6 @@ def test_predicted_output_files_match_deltalake(tmp_path: Path) -> None:
             assert metrics["numFilesRemoved"] == a.input_files, (seed, a.partition)
         # and the files delta-rs removed are exactly the planned inputs
         after = set(pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).column("path").to_pylist())
-        planned = {p for a in actions for p in a.precondition.input_files}
+        planned = {p for a in actions for p in a.input_paths}
         assert planned.isdisjoint(after)
         assert set(state.files.column("path").to_pylist()) - planned <= after

@@ -1,0 +1,127 @@
+"""Plan-time scalability: `compactor plan` vs a bare deltalake get_add_actions() load.
+
+Synthetic Delta tables (log only, no data files: planning never opens them) with N files across 1,000
+partitions are written directly as valid JSON commits, then checkpointed by delta-rs itself. Each
+measurement runs in a fresh subprocess (side by side, alternating), reporting wall time inside the
+process (imports excluded) and peak RSS.
+
+    python bench/plan_scale.py [--sizes 10000,100000,1000000] [--repeat 3] [--dir /tmp/plan-scale]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+PARTITIONS = 1000
+FILES_PER_COMMIT = 20_000
+
+SCHEMA = json.dumps({"type": "struct", "fields": [
+    {"name": "date", "type": "string", "nullable": True, "metadata": {}},
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "value", "type": "double", "nullable": True, "metadata": {}}]})
+
+
+def build_table(path: Path, n_files: int) -> None:
+    log = path / "_delta_log"
+    log.mkdir(parents=True)
+    now = int(time.time() * 1000)
+    first = [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                      "schemaString": SCHEMA, "partitionColumns": ["date"], "configuration": {},
+                      "createdTime": now}},
+        {"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
+    ]
+    (log / f"{0:020d}.json").write_text("\n".join(json.dumps(x) for x in first) + "\n")
+    version = 0
+    for start in range(0, n_files, FILES_PER_COMMIT):
+        version += 1
+        lines = []
+        for i in range(start, min(n_files, start + FILES_PER_COMMIT)):
+            part = f"2024-{1 + (i % PARTITIONS) // 28 % 12:02d}-{1 + (i % PARTITIONS) % 28:02d}-{i % PARTITIONS:04d}"
+            stats = {"numRecords": 1000, "minValues": {"id": i * 1000, "value": 0.0},
+                     "maxValues": {"id": i * 1000 + 999, "value": 1.0}, "nullCount": {"id": 0, "value": 0}}
+            lines.append(json.dumps({"add": {"path": f"date={part}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet",
+                                             "partitionValues": {"date": part}, "size": 200_000 + (i * 7919) % 3_000_000,
+                                             "modificationTime": now - 86_400_000, "dataChange": True,
+                                             "stats": json.dumps(stats)}}))
+        lines.append(json.dumps({"commitInfo": {"timestamp": now, "operation": "WRITE"}}))
+        (log / f"{version:020d}.json").write_text("\n".join(lines) + "\n")
+    from deltalake import DeltaTable
+
+    DeltaTable(str(path)).create_checkpoint()
+
+
+BARE = """
+import sys, time, resource
+t0 = time.perf_counter()
+import pyarrow as pa
+from deltalake import DeltaTable
+dt = DeltaTable(sys.argv[1])
+t = pa.table(dt.get_add_actions(flatten=True))
+print(t.num_rows, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+PLAN = """
+import sys, time, resource, datetime as dt
+t0 = time.perf_counter()
+from compactor.planning.build import build_plan
+from compactor.planning.io import write_plan
+from compactor.policy.model import TablePolicy, Compaction
+from compactor.project.model import Target
+from compactor.state.delta import read_delta_state
+state = read_delta_state(sys.argv[1])
+policy = TablePolicy(name="t", path=sys.argv[1], compaction=Compaction(target_file_size=128 * 2**20, min_file_size=2**20))
+plan = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(), project_name="bench")
+write_plan(plan, sys.argv[2])
+a = plan.tables[0]
+print(state.file_count, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+      len(a.actions), sum(x.input_files for x in a.actions))
+"""
+
+
+def run(code: str, *args: str) -> list[float]:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    return [float(x) for x in out.stdout.split()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default="/tmp/compactor-plan-scale")
+    args = ap.parse_args()
+    base = Path(args.dir)
+    rows = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        path = base / f"t{n}"
+        if not (path / "_delta_log").exists():
+            t0 = time.time()
+            build_table(path, n)
+            print(f"built {n} files in {time.time() - t0:.1f}s", file=sys.stderr)
+        bare, plan = [], []
+        for _ in range(args.repeat):  # alternate, side by side
+            bare.append(run(BARE, str(path)))
+            plan.append(run(PLAN, str(path), str(base / f"plan{n}.json")))
+        b_t = statistics.median(x[1] for x in bare)
+        p_t = statistics.median(x[1] for x in plan)
+        b_rss = max(x[2] for x in bare) / 1024
+        p_rss = max(x[2] for x in plan) / 1024
+        rows.append((n, b_t, p_t, p_t / b_t, b_rss, p_rss, int(plan[0][3]), int(plan[0][4]),
+                     os.path.getsize(base / f"plan{n}.json") / 2**20))
+    print("| files | bare load (s) | compactor plan (s) | ratio | bare RSS (MiB) | plan RSS (MiB) | actions | files planned | plan.json (MiB) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r[0]:,} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f}x | {r[4]:.0f} | {r[5]:.0f} | {r[6]} | {r[7]:,} | {r[8]:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
