@@ -6,9 +6,10 @@ import difflib
 import functools
 import json
 from importlib import resources
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import jsonschema
+if TYPE_CHECKING:  # pragma: no cover
+    import jsonschema
 
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.yamlpos import Located, join_path
@@ -22,7 +23,9 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str, ref: str | None = None) -> jsonschema.Draft202012Validator:
+def _validator(name: str, ref: str | None = None) -> "jsonschema.Draft202012Validator":
+    import jsonschema  # imported on first validation, not by every module that reads a schema
+
     schema = load_schema(name)
     if ref is not None:
         schema = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": ref}
@@ -46,7 +49,7 @@ def schema_diagnostics(doc: Located, file: str, schema: str, *, ref: str | None 
     return out
 
 
-def _to_diagnostics(err: jsonschema.ValidationError, doc: Located, file: str, base: str) -> list[Diagnostic]:
+def _to_diagnostics(err: "jsonschema.ValidationError", doc: Located, file: str, base: str) -> list[Diagnostic]:
     path = _path_of(err.absolute_path, base)
     kind = err.validator
     schema = err.schema if isinstance(err.schema, dict) else {}
