@@ -159,25 +159,16 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         return []
     wanted = pc.is_in(keys, value_set=pa.array(survivors, pa.string()))
     idx = pc.indices_nonzero(wanted)
-    sub = files.take(idx)
-    sub_keys = keys.take(idx)
-    sub_eligible = eligible.take(idx) if eligible is not None else None
-    order = pc.sort_indices(pa.table({"k": sub_keys, "i": pa.array(range(len(sub_keys)))}),
-                            sort_keys=[("k", "ascending"), ("i", "ascending")])
-    sub = sub.take(order)
-    sub_keys = sub_keys.take(order).to_pylist()
-    paths = sub.column("path").to_pylist()
-    sizes = sub.column("size_bytes").to_pylist()
-    records = sub.column("num_records").to_pylist()
-    elig = sub_eligible.take(order).to_pylist() if sub_eligible is not None else None
+    # arrow's sort is stable (log order kept inside a partition) and orders UTF-8 like Python's str
+    order = idx.take(pc.sort_indices(keys.take(idx)))
+    paths = files.column("path").take(order).to_pylist()
+    sizes = files.column("size_bytes").take(order).to_pylist()
+    records = files.column("num_records").take(order).to_pylist()
+    elig = eligible.take(order).to_pylist() if eligible is not None else None
     out: list[_Candidate] = []
     start = 0
-    n = len(sub_keys)
-    while start < n:
-        k = sub_keys[start]
-        end = start
-        while end < n and sub_keys[end] == k:
-            end += 1
+    for k in sorted(survivors):
+        end = start + stats[k]["size_count"]
         p_paths, p_sizes, p_rec = paths[start:end], sizes[start:end], records[start:end]
         p_elig = elig[start:end] if elig is not None else None
         start = end

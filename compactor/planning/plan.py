@@ -43,11 +43,7 @@ SKIP_REASONS = (
 
 
 def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
-    h = hashlib.sha256()
-    for p in sorted(paths):
-        h.update(p.encode())
-        h.update(b"\n")
-    return "sha256:" + h.hexdigest()
+    return "sha256:" + hashlib.sha256("".join(p + "\n" for p in sorted(paths)).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
