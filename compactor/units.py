@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
+
+#: larger sizes/durations are input mistakes (and would overflow int64 in table properties)
+MAX_VALUE = 2**62
 
 _SIZE_UNITS = {
     "": 1, "b": 1,
@@ -26,15 +30,18 @@ def parse_size(value: object) -> int:
     if isinstance(value, bool):
         raise UnitError(f"expected a size such as 512MB, got {value!r}")
     if isinstance(value, int):
-        if value < 0:
-            raise UnitError(f"a size cannot be negative: {value}")
+        if value < 0 or value > MAX_VALUE:
+            raise UnitError(f"size out of range: {value}")
         return value
     if not isinstance(value, str):
         raise UnitError(f"expected a size such as 512MB, got {value!r}")
     m = _SIZE_RE.match(value)
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UnitError(f"not a size: {value!r} (use e.g. 512MB, 1GiB or a number of bytes)")
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])
+    value_f = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if not math.isfinite(value_f) or value_f > MAX_VALUE:
+        raise UnitError(f"size {value!r} is too large")
+    return int(value_f)
 
 
 def parse_duration(value: object) -> int:
@@ -42,8 +49,8 @@ def parse_duration(value: object) -> int:
     if isinstance(value, bool):
         raise UnitError(f"expected a duration such as 7d, got {value!r}")
     if isinstance(value, int):
-        if value < 0:
-            raise UnitError(f"a duration cannot be negative: {value}")
+        if value < 0 or value > MAX_VALUE:
+            raise UnitError(f"duration out of range: {value}")
         return value
     if not isinstance(value, str):
         raise UnitError(f"expected a duration such as 7d, got {value!r}")
@@ -51,7 +58,10 @@ def parse_duration(value: object) -> int:
     parts = _DURATION_PART_RE.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise UnitError(f"not a duration: {value!r} (use e.g. 30m, 168h, 7d)")
-    return int(sum(float(n) * _DURATION_UNITS[u] for n, u in parts))
+    total = sum(float(n) * _DURATION_UNITS[u] for n, u in parts)
+    if not math.isfinite(total) or total > MAX_VALUE:
+        raise UnitError(f"duration {value!r} is too large")
+    return int(total)
 
 
 def format_size(n: int | float | None) -> str:

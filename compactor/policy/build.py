@@ -25,19 +25,30 @@ def deep_merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class _Ctx:
-    def __init__(self, doc: Located, file: str, base: str) -> None:
+    def __init__(self, doc: Located, file: str, base: str,
+                 layers: list[tuple[Located, str, str]] | None = None) -> None:
         self.doc, self.file, self.base = doc, file, base
+        #: (doc, file, base) in priority order: the table, file defaults, project defaults
+        self.layers = layers or [(doc, file, base)]
         self.diags: list[Diagnostic] = []
         self.locations: dict[str, m.SourceRef] = {}
 
+    def _where(self, key: str) -> tuple[str, str, int, int]:
+        if key:
+            for doc, file, base in self.layers:
+                path = f"{base}.{key}"
+                if path in doc.positions:
+                    return file, path, *doc.positions[path]
+        path = f"{self.base}.{key}" if key else self.base
+        return self.file, path, *self.doc.pos(path)
+
     def ref(self, key: str) -> m.SourceRef:
-        line, col = self.doc.pos(f"{self.base}.{key}" if key else self.base)
-        return m.SourceRef(self.file, line, col)
+        file, _, line, col = self._where(key)
+        return m.SourceRef(file, line, col)
 
     def error(self, key: str, code: str, message: str, hint: str | None = None, severity: str = "error") -> None:
-        r = self.ref(key)
-        path = f"{self.base}.{key}" if key else self.base
-        self.diags.append(Diagnostic(self.file, r.line, r.col, code, message, path, hint, severity))
+        file, path, line, col = self._where(key)
+        self.diags.append(Diagnostic(file, line, col, code, message, path, hint, severity))
 
     def size(self, d: Mapping[str, Any], key: str, prefix: str, default: int | None) -> int | None:
         if key not in d:
@@ -66,9 +77,10 @@ def _record_locations(ctx: _Ctx, value: Any, key: str = "") -> None:
             _record_locations(ctx, v, sub)
 
 
-def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str) -> tuple[m.TablePolicy | None, list[Diagnostic]]:
+def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
+                layers: list[tuple[Located, str, str]] | None = None) -> tuple[m.TablePolicy | None, list[Diagnostic]]:
     """raw: the merged table mapping (already schema-valid)."""
-    ctx = _Ctx(doc, file, base)
+    ctx = _Ctx(doc, file, base, layers)
     _record_locations(ctx, raw)
     fmt = raw.get("format", "delta")
     comp = _compaction(ctx, raw.get("compaction") or {})
@@ -138,6 +150,10 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
         ctx.error(f"{p}.{'z_order_by' if len(set(z)) != len(z) else 'sort_by'}", "duplicate_column",
                   "a column is listed twice")
     t = c.get("triggers") or {}
+    ratio = t.get("min_small_file_ratio", 0.0)
+    if not (0 <= ratio <= 1):  # also catches .nan, which passes JSON Schema's minimum/maximum
+        ctx.error(f"{p}.triggers.min_small_file_ratio", "out_of_range", f"{ratio} is not between 0 and 1")
+        t = {**t, "min_small_file_ratio": 0.0}
     triggers = m.Triggers(min_input_files=t.get("min_input_files", 5),
                           min_file_reduction=t.get("min_file_reduction", 0),
                           min_small_file_ratio=float(t.get("min_small_file_ratio", 0.0)))

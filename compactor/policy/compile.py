@@ -13,7 +13,7 @@ from compactor.policy.model import TablePolicy
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import Located, YamlProblem, context_lines, load_yaml
-from compactor.project.loader import load_project, load_target
+from compactor.project.loader import PROJECT_FILE, load_project, load_target
 from compactor.project.model import Project, Target
 from compactor.project.selection import check_selector, select_policies
 
@@ -84,11 +84,16 @@ def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located |
         return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", hint)]
     doc, problems = render_tree(raw, vars=project.vars)
     render_diags = [Diagnostic(rel, *doc.pos(path), p.code, p.message, path, p.hint) for path, p in problems]
+    doc.failed_paths = {path for path, _ in problems}  # their unrendered text is not checked again
     return doc, render_diags + [Diagnostic(rel, d.line, d.col, d.code, d.message, "", d.hint) for d in dups]
 
 
-def _compile_file(doc: Located, rel: str, project: Project) -> tuple[list[TablePolicy], list[Diagnostic]]:
-    diags = schema_diagnostics(doc, rel, "policy.schema.json")
+def _compile_file(doc: Located, rel: str, project: Project,
+                  project_doc: Located | None = None) -> tuple[list[TablePolicy], list[Diagnostic]]:
+    failed = getattr(doc, "failed_paths", set())
+    diags = [d for d in schema_diagnostics(doc, rel, "policy.schema.json")
+             if not any(d.json_path == f or d.json_path.startswith(f + ".") or d.json_path.startswith(f + "[")
+                        for f in failed)]
     value = doc.value
     if not isinstance(value, dict):
         if not diags:
@@ -105,7 +110,11 @@ def _compile_file(doc: Located, rel: str, project: Project) -> tuple[list[TableP
         if f"tables[{i}]" in broken:
             continue
         merged = deep_merge(project.defaults, file_defaults, table)
-        p, d = build_table(merged, doc=doc, file=rel, base=f"tables[{i}]")
+        # a key inherited from defaults is reported where the default is written
+        layers = [(doc, rel, f"tables[{i}]"), (doc, rel, "defaults")]
+        if project_doc is not None:
+            layers.append((project_doc, PROJECT_FILE, "defaults"))
+        p, d = build_table(merged, doc=doc, file=rel, base=f"tables[{i}]", layers=layers)
         diags += d
         if p is not None:
             policies.append(p)
@@ -131,11 +140,21 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
                                         f"path '{p.path}' is already managed by '{by_path[key].name}' "
                                         f"({by_path[key].source})", "", "one policy per table"))
             by_path.setdefault(key, p)
-        if p.is_catalog_table and target is not None and target.engine != "spark":
+        if p.is_catalog_table and p.format == "delta" and target is not None and target.engine != "spark":
             diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "catalog_needs_spark",
                                     f"'{p.name}' has no path: it is a catalog table and needs the spark engine",
                                     "", "add `path:` or use a spark target", "warning"))
     return diags
+
+
+def _project_positions(project: Project) -> Located | None:
+    """Positions of compactor.yml's values (for errors in project defaults)."""
+    if project.file is None or not project.defaults:
+        return None
+    try:
+        return load_yaml(project.file.read_text(encoding="utf-8"))[0]
+    except (OSError, YamlProblem, UnicodeDecodeError):
+        return None
 
 
 def validate_project(options: "ProjectOptions") -> ValidationResult:
@@ -151,6 +170,7 @@ def validate_project(options: "ProjectOptions") -> ValidationResult:
         diags.append(Diagnostic(PROJECT_FILE, 1, 1, "no_policies",
                                 f"no policy files (*.yml) under {', '.join(project.policy_paths)}",
                                 "", "add policy files or fix policy-paths", "warning"))
+    project_doc = _project_positions(project)
     policies: list[TablePolicy] = []
     rels = []
     for f in files:
@@ -159,7 +179,7 @@ def validate_project(options: "ProjectOptions") -> ValidationResult:
         doc, d = _load_policy_file(f, rel, project)
         diags += d
         if doc is not None:
-            ps, d2 = _compile_file(doc, rel, project)
+            ps, d2 = _compile_file(doc, rel, project, project_doc)
             policies += ps
             diags += d2
     diags += _cross_checks(policies, target)

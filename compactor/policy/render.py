@@ -105,10 +105,10 @@ def render_text(
     except jinja2.UndefinedError as e:
         raise RenderProblem("jinja_undefined", str(e.message), _template_line() or 1,
                             "use var('name') / env_var('NAME'); plain names are not defined") from None
-    except (TypeError, ValueError, ArithmeticError, AttributeError) as e:
-        raise RenderProblem("jinja_error", f"{type(e).__name__}: {e}", _template_line() or 1) from None
     except RecursionError:
         raise RenderProblem("jinja_error", "template recursion too deep", 1) from None
+    except Exception as e:  # noqa: BLE001 - any failure inside a template is the template's
+        raise RenderProblem("jinja_error", f"{type(e).__name__}: {e}", _template_line() or 1) from None
 
 
 def _template_line() -> int | None:

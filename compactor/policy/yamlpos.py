@@ -57,7 +57,9 @@ class _Converter:
         self.nodes = 0
         self.duplicates: list[YamlProblem] = []
 
-    def convert(self, node: yaml.Node, path: str, depth: int) -> Any:
+    def convert(self, node: yaml.Node, path: str, depth: int, at: Any = None) -> Any:
+        """``at``: inside an alias, every value is placed at the alias, not at the anchor's text."""
+        at = getattr(node, "alias_mark", None) or at
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise YamlProblem("yaml_too_large", f"document expands to more than {MAX_NODES} values "
@@ -66,7 +68,8 @@ class _Converter:
         if depth > MAX_DEPTH:
             raise YamlProblem("yaml_too_deep", f"nesting deeper than {MAX_DEPTH} levels",
                               node.start_mark.line + 1, node.start_mark.column + 1)
-        self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        mark = at or node.start_mark
+        self.positions.setdefault(path, (mark.line + 1, mark.column + 1))
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for k_node, v_node in node.value:
@@ -74,7 +77,7 @@ class _Converter:
                     raise YamlProblem("yaml_merge_key", "YAML merge keys (<<) are not supported",
                                       k_node.start_mark.line + 1, k_node.start_mark.column + 1,
                                       "use project or file `defaults` instead")
-                key = self.convert(k_node, path + ".<key>", depth + 1)
+                key = self.convert(k_node, path + ".<key>", depth + 1, at)
                 if not isinstance(key, (str, int, float, bool)) or key is None:
                     raise YamlProblem("yaml_bad_key", f"mapping keys must be strings, got {key!r}",
                                       k_node.start_mark.line + 1, k_node.start_mark.column + 1)
@@ -85,14 +88,14 @@ class _Converter:
                         "duplicate_key", f"duplicate key {key!r}", k_node.start_mark.line + 1,
                         k_node.start_mark.column + 1, "each key may appear once in a mapping"))
                     continue
-                self.positions[child] = (v_node.start_mark.line + 1, v_node.start_mark.column + 1)
-                self.positions.setdefault(child + ".<keypos>", (k_node.start_mark.line + 1,
-                                                                  k_node.start_mark.column + 1))
-                out[key] = self.convert(v_node, child, depth + 1)
+                v_mark, k_mark = (at, at) if at is not None else (v_node.start_mark, k_node.start_mark)
+                self.positions[child] = (v_mark.line + 1, v_mark.column + 1)
+                self.positions.setdefault(child + ".<keypos>", (k_mark.line + 1, k_mark.column + 1))
+                out[key] = self.convert(v_node, child, depth + 1, at)
             self.positions.pop(path + ".<key>", None)
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [self.convert(v, join_path(path, i), depth + 1) for i, v in enumerate(node.value)]
+            return [self.convert(v, join_path(path, i), depth + 1, at) for i, v in enumerate(node.value)]
         value = yaml.SafeLoader.construct_scalar_value(node)  # type: ignore[attr-defined]
         # YAML turns 2024-01-01 into a date; policies treat every such value as text
         return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
@@ -109,6 +112,19 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
 yaml.SafeLoader.construct_scalar_value = staticmethod(_construct_scalar)  # type: ignore[attr-defined]
 
 
+class _AliasPositionLoader(yaml.SafeLoader):
+    """Gives an alias (``*x``) its own position instead of its anchor's, so errors point at the use."""
+
+    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = super().compose_node(parent, index)
+            clone = type(node)(node.tag, node.value, event.start_mark, event.end_mark)
+            clone.alias_mark = event.start_mark  # type: ignore[attr-defined]
+            return clone
+        return super().compose_node(parent, index)
+
+
 def load_yaml(text: str) -> tuple[Located, list[YamlProblem]]:
     """Parse YAML text. Raises YamlProblem for syntax errors and hostile input; returns duplicate-key
     problems separately (they do not stop validation)."""
@@ -116,7 +132,7 @@ def load_yaml(text: str) -> tuple[Located, list[YamlProblem]]:
         raise YamlProblem("file_too_large", f"file is larger than {MAX_FILE_BYTES // 2**20} MiB",
                           hint="split policies into several files")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_AliasPositionLoader)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark else 1
