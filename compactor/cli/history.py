@@ -1,0 +1,41 @@
+"""`compactor history`: past applies with files before/after, bytes rewritten, duration, failures."""
+
+from __future__ import annotations
+
+import click
+
+from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
+
+
+@click.command("history")
+@project_options
+@click.option("--table", default=None, help="Only runs that touched this table.")
+@click.option("--last", type=int, default=20, show_default=True, help="How many runs.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@debug_option
+@handle_errors
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, table, last, fmt, debug) -> int:
+    """List past apply runs (from <target-path>/history)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from compactor.history import load_history
+    from compactor.project.loader import load_project
+    from compactor.units import format_size
+
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    project, _ = load_project(options.project_dir, options.vars)
+    runs = load_history(project.target_dir, table=table, last=last)
+    if fmt == "json":
+        echo_json([r.to_dict() for r in runs])
+        return 0
+    t = Table(title=f"compactor history ({len(runs)} run(s))", title_justify="left")
+    for col in ("run", "finished", "engine", "tables", "files removed -> added", "bytes rewritten", "duration", "failed"):
+        t.add_column(col)
+    for r in runs:
+        failed = r.totals.errors + r.totals.verification_failed
+        t.add_row(r.run_id, r.finished_at[:19], r.engine, str(len({x.table for x in r.results})),
+                  f"{r.totals.files_removed} -> {r.totals.files_added}", format_size(r.totals.bytes_rewritten),
+                  f"{r.totals.duration_s:.1f}s", f"[red]{failed}[/]" if failed else "0")
+    Console().print(t)
+    return 0
