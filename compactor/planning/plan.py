@@ -43,7 +43,8 @@ SKIP_REASONS = (
 
 
 def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
-    return "sha256:" + hashlib.sha256("".join(p + "\n" for p in sorted(paths)).encode()).hexdigest()
+    # in the given order (bin order): sorting a million paths costs more than the rest of the digest
+    return "sha256:" + hashlib.sha256("".join(p + "\n" for p in paths).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
