@@ -50,12 +50,17 @@ def delta_jars_available(spark: Any) -> bool:
 
 
 def resolve_catalog_path(name: str, settings: SparkSettings) -> str:
-    """Storage location of a catalog table (``DESCRIBE DETAIL``), for tables identified by name."""
+    """Storage location of a catalog table, for tables identified by name. ``DESCRIBE TABLE
+    EXTENDED`` works in every catalog, with or without the Delta jars (DESCRIBE DETAIL needs them)."""
+    from compactor.errors import TableReadError
+
     spark = get_or_create_session(settings)
     try:
-        row = spark.sql(f"DESCRIBE DETAIL {name}").collect()[0]
-    except Exception as e:  # noqa: BLE001
-        from compactor.errors import TableReadError
-
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    except Exception as e:  # noqa: BLE001 - AnalysisException and friends
         raise TableReadError(f"{name}: cannot resolve catalog table ({str(e).splitlines()[0]})") from None
-    return row["location"]
+    for row in rows:
+        if (row["col_name"] or "").strip() == "Location":
+            loc = row["data_type"]
+            return loc[len("file:"):] if loc.startswith("file:/") else loc
+    raise TableReadError(f"{name}: the catalog reports no storage location for this table")
