@@ -35,23 +35,24 @@ def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
     jenv = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
                                          keep_trailing_newline=True)
 
-    def var(name: str, default: Any = _MISSING) -> Any:
-        if name in vars:
-            return vars[name]
+    def lookup(source: Mapping[str, Any], name: str, default: Any, problem: RenderProblem) -> Any:
+        if name in source:
+            return source[name]
         if default is _MISSING:
-            raise RenderProblem("undefined_var", f"var '{name}' is not defined",
-                                hint="define it under `vars:` in compactor.yml, pass --vars, or give a default")
+            raise problem
         return default
+
+    def var(name: str, default: Any = _MISSING) -> Any:
+        return lookup(vars, name, default, RenderProblem(
+            "undefined_var", f"var '{name}' is not defined",
+            hint="define it under `vars:` in compactor.yml, pass --vars, or give a default"))
 
     def env_var(name: str, default: Any = _MISSING) -> Any:
         if used_env is not None:
             used_env.add(name)
-        if name in env:
-            return env[name]
-        if default is _MISSING:
-            raise RenderProblem("undefined_env_var", f"environment variable '{name}' is not set",
-                                hint="export it or give a default: env_var('X', 'default')")
-        return default
+        return lookup(env, name, default, RenderProblem(
+            "undefined_env_var", f"environment variable '{name}' is not set",
+            hint="export it or give a default: env_var('X', 'default')"))
 
     def today() -> dt.date:
         return now.date()
