@@ -35,6 +35,15 @@ def project(tmp: Path, policy: str, profiles: str | None = None) -> Path:
     return tmp
 
 
+def lake_project(tmp_path: Path) -> tuple[Path, Path, int]:
+    """A small-file Delta table and a project with one policy for it: (table, project, rows)."""
+    t = tmp_path / "lake" / "t"
+    n = make_table(t)
+    p = project(tmp_path / "proj", f"version: 1\ntables:\n  - name: t\n    path: {t}\n    compaction:\n"
+                                   "      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n")
+    return t, p, n
+
+
 def test_validate_example_project_is_fast_and_imports_no_engine() -> None:
     t0 = time.perf_counter()
     r = cli("validate", "--project-dir", str(REPO / "policies"))
@@ -98,10 +107,7 @@ def test_init_scaffolds_a_valid_project(tmp_path: Path) -> None:
 
 
 def test_plan_then_apply_the_plan_file(tmp_path: Path) -> None:
-    t = tmp_path / "lake" / "t"
-    n = make_table(t)
-    p = project(tmp_path / "proj", f"version: 1\ntables:\n  - name: t\n    path: {t}\n    compaction:\n"
-                                   "      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n")
+    t, p, n = lake_project(tmp_path)
     r = cli("plan", "--project-dir", str(p), "--detailed-exitcode")
     assert r.returncode == 2, r.stdout + r.stderr  # changes present
     assert "24 -> 3" in r.stdout.replace(" ", "").replace("->", " -> ") or "files 24 -> 3" in r.stdout
@@ -127,10 +133,7 @@ def test_plan_then_apply_the_plan_file(tmp_path: Path) -> None:
 
 
 def test_apply_auto_approve(tmp_path: Path) -> None:
-    t = tmp_path / "lake" / "t"
-    n = make_table(t)
-    p = project(tmp_path / "proj", f"version: 1\ntables:\n  - name: t\n    path: {t}\n    compaction:\n"
-                                   "      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n")
+    t, p, n = lake_project(tmp_path)
     r = cli("apply", "--project-dir", str(p), "--auto-approve")
     assert r.returncode == 0, r.stdout + r.stderr
     exactly_once(t, n)
