@@ -202,7 +202,7 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         rec = [p_rec[i] for i in input_idx]
         in_paths = [p_paths[i] for i in input_idx]
         params: dict[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
-                                  "bin_model": bin_model, "strategy": c.strategy}
+                                  "bin_model": bin_model, "strategy": c.strategy, "method": c.method}
         if c.strategy == "z_order":
             params["z_order_by"] = list(c.z_order_by)
         if c.strategy == "sort":

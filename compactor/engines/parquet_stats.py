@@ -1,0 +1,89 @@
+"""Delta statistics (numRecords, minValues, maxValues, nullCount) from a parquet file's footer."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MAX_STRING_STAT = 32  # Delta truncates string stats too (dataSkippingStringPrefixLength)
+
+
+def _json_value(value: Any, typ: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_timestamp(typ):
+        if isinstance(value, dt.datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            return value.isoformat(timespec="milliseconds") + "Z"
+        return None
+    if pa.types.is_date(typ):
+        return value.isoformat() if isinstance(value, dt.date) else None
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, bytes):
+        return None
+    if isinstance(value, float) and value != value:  # NaN has no order
+        return None
+    return value
+
+
+def footer_stats(path: str, filesystem: Any = None) -> tuple[int, str]:
+    """(num_rows, Delta stats JSON) for top-level primitive columns, combined over row groups."""
+    pf = pq.ParquetFile(path, filesystem=filesystem) if filesystem is not None else pq.ParquetFile(path)
+    md = pf.metadata
+    schema = pf.schema_arrow
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    leaf_index = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    for field in schema:
+        if pa.types.is_nested(field.type) or field.name not in leaf_index:
+            continue
+        j = leaf_index[field.name]
+        lo = hi = None
+        n_null = 0
+        exact = True
+        for rg in range(md.num_row_groups):
+            st = md.row_group(rg).column(j).statistics
+            if st is None:
+                exact = False
+                continue
+            n_null += st.null_count if st.has_null_count else 0
+            if st.has_min_max:
+                lo = st.min if lo is None or (st.min is not None and st.min < lo) else lo
+                hi = st.max if hi is None or (st.max is not None and st.max > hi) else hi
+        nulls[field.name] = n_null
+        if not exact:
+            continue
+        jl, jh = _json_value(lo, field.type), _json_value(hi, field.type)
+        if isinstance(jl, str) and pa.types.is_string(field.type):
+            if len(jl) > MAX_STRING_STAT:
+                jl = jl[:MAX_STRING_STAT]
+            if len(jh) > MAX_STRING_STAT:
+                continue  # a truncated max would be wrong (too small); leave it out
+        if jl is not None and jh is not None:
+            mins[field.name], maxs[field.name] = jl, jh
+    stats = {"numRecords": md.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    return md.num_rows, json.dumps(stats)
+
+
+def check_written_schema(path: str, expected: pa.Schema, filesystem: Any = None) -> None:
+    """The rewritten file must carry exactly the table's data columns, with no INT96 timestamps."""
+    pf = pq.ParquetFile(path, filesystem=filesystem) if filesystem is not None else pq.ParquetFile(path)
+    for i in range(pf.metadata.num_columns):
+        if pf.metadata.schema.column(i).physical_type == "INT96":
+            raise ValueError(f"{path}: column {pf.metadata.schema.column(i).path} was written as INT96")
+    got = [f.name for f in pf.schema_arrow]
+    want = [f.name for f in expected]
+    if got != want:
+        raise ValueError(f"{path}: columns {got} differ from the table's data columns {want}")
+    for f in pf.schema_arrow:
+        e = expected.field(f.name)
+        if pa.types.is_timestamp(e.type) and not (pa.types.is_timestamp(f.type) and f.type.unit == "us"):
+            raise ValueError(f"{path}: column {f.name} is {f.type}, expected microsecond timestamps")

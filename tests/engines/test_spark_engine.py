@@ -1,0 +1,172 @@
+"""The spark engine on real delta-rs tables with the shared local SparkSession."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from compactor.apply.runner import apply_plan
+from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
+from compactor.project.model import Target
+
+from tests.apply.helpers import exactly_once, ids, make_table, plan_for
+
+pytestmark = pytest.mark.spark
+SPARK = Target(engine="spark")
+
+
+def _events(path: Path, appends: int = 6) -> int:
+    n = 0
+    for i in range(appends):
+        for day in ("2024-01-01", "2024-01-02"):
+            rows = 40
+            write_deltalake(str(path), pa.table({
+                "date": [day] * rows,
+                "id": pa.array(range(n, n + rows), pa.int64()),
+                "ts": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(minutes=k) for k in range(n, n + rows)],
+                               pa.timestamp("us")),
+                "amount": pa.array([float(k) for k in range(n, n + rows)]),
+                "kind": ["a" if k % 2 else "b" for k in range(n, n + rows)],
+            }), partition_by=["date"], mode="append")
+            n += rows
+    return n
+
+
+def test_spark_rewrite_end_to_end(spark, tmp_path: Path) -> None:
+    t = tmp_path / "events"
+    n = _events(t)
+    before_sum = sum(ids(t).elements())
+    v0 = DeltaTable(str(t)).version()
+    plan = plan_for(t, engine="spark")
+    predicted = {a.partition["date"]: a.expected_output_files for a in plan.tables[0].actions}
+    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
+    assert run.ok, [r.error for r in run.results]
+    exactly_once(t, n)
+    assert sum(ids(t).elements()) == before_sum
+    live = pa.table(DeltaTable(str(t)).get_add_actions(flatten=True))
+    counts = {}
+    for d in live.column("partition.date").to_pylist():
+        counts[d] = counts.get(d, 0) + 1
+    assert counts == predicted == {"2024-01-01": 1, "2024-01-02": 1}
+    arrow_schema = pa.schema(DeltaTable(str(t)).schema().to_arrow())
+    for v in range(v0 + 1, DeltaTable(str(t)).version() + 1):
+        lines = [json.loads(x) for x in (t / "_delta_log" / f"{v:020d}.json").read_text().splitlines()]
+        info = next(x["commitInfo"] for x in lines if "commitInfo" in x)
+        assert info["compactor.run_id"] == run.run_id
+        for x in lines:
+            for kind in ("add", "remove"):
+                if kind in x:
+                    assert x[kind]["dataChange"] is False
+            if "add" in x:
+                add = x["add"]
+                stats = json.loads(add["stats"])
+                assert stats["numRecords"] == 240 and stats["nullCount"]["id"] == 0
+                assert stats["minValues"]["ts"].endswith("Z") and "amount" in stats["maxValues"]
+                assert add["partitionValues"] == {"date": add["path"].split("/")[0].split("=")[1]}
+                f = pq.ParquetFile(t / add["path"])
+                assert "date" not in f.schema_arrow.names  # no partition columns inside files
+                assert f.schema_arrow.field("ts").type == pa.timestamp("us")  # TIMESTAMP_MICROS, not INT96
+                assert all(f.metadata.schema.column(i).physical_type != "INT96" for i in range(f.metadata.num_columns))
+                assert [x.name for x in f.schema_arrow] == [x.name for x in arrow_schema if x.name != "date"]
+    assert not list(t.rglob("_compactor_staging*")) and not list((t / "_compactor" / "journal").glob("*"))
+    # Spark reads the table by its exact file list
+    assert spark.read.parquet(*DeltaTable(str(t)).file_uris()).count() == n
+
+
+def test_concurrent_appender_during_spark_apply(spark, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=3, appends=8)
+    plan = plan_for(t, engine="spark")
+    added = []
+    stop = threading.Event()
+
+    def append() -> None:
+        k = n
+        while not stop.is_set() and len(added) < 60:
+            write_deltalake(str(t), pa.table({"date": ["2024-01-02"] * 5, "id": pa.array(range(k, k + 5), pa.int64())}),
+                            partition_by=["date"], mode="append")
+            added.append(k)
+            k += 5
+
+    th = threading.Thread(target=append)
+    th.start()
+    try:
+        run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
+    finally:
+        stop.set()
+        th.join()
+    assert run.ok, [r.error for r in run.results]
+    exactly_once(t, n + 5 * len(added))
+
+
+class _RacedSparkEngine(SparkEngine):
+    """Another tool's compaction commits after this engine read the table and before it commits."""
+
+    def _write_bin(self, uri, files, schema, staging, action):  # type: ignore[override]
+        super()._write_bin(uri, files, schema, staging, action)
+        if not getattr(self, "raced", False):
+            self.raced = True
+            DeltaTable(uri).optimize.compact()
+
+
+def test_spark_guard_repairs_a_racing_compaction_or_refuses(spark, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=8)
+    run = apply_plan(plan_for(t, engine="spark"), target=SPARK, engine=_RacedSparkEngine(SPARK))
+    (r,) = run.results
+    # the re-check right before commit sees the inputs gone: nothing is committed, nothing left behind
+    assert r.status == "stale", r
+    exactly_once(t, n)
+    assert not list(t.rglob("*-compactor.c000.snappy.parquet")) and not list(t.rglob("_compactor_staging*"))
+
+
+@pytest.mark.parametrize("fixture,feature", [("delta-rs/table-with-dv-small", "deletionVectors"),
+                                             ("delta-golden/table-with-columnmapping-mode-name", "columnMapping")])
+def test_refuses_dv_and_column_mapping(spark, copy_fixture, fixture: str, feature: str) -> None:
+    from compactor.engines.base import ActionContext
+    from compactor.errors import UnsupportedTableError
+    from compactor.planning.plan import Action, TablePlan
+    from compactor.state.delta import read_delta_state
+
+    path = copy_fixture(fixture)
+    state = read_delta_state(str(path))
+    files = state.files.column("path").to_pylist()
+    v = DeltaTable(str(path)).version()
+    action = Action("compact", bins=(tuple(files),), params={"target_file_size": 2**20, "min_file_size": 2**19})
+    ctx = ActionContext(TablePlan("x", str(path), "delta", "spark", v), state,
+                        commit_metadata={"compactor.action": "m"})
+    with pytest.raises(UnsupportedTableError, match=feature):
+        SparkEngine(SPARK).run(action, ctx)
+    assert DeltaTable(str(path)).version() == v
+
+
+def test_native_sql_is_built_as_data() -> None:
+    assert partition_predicate({"date": "2024-01-01", "region": None}) == "`date` = '2024-01-01' AND `region` IS NULL"
+    assert optimize_sql("/lake/t", {"date": "it's"}, ["user_id"]) == \
+        "OPTIMIZE delta.`/lake/t` WHERE `date` = 'it\\'s' ZORDER BY (`user_id`)"
+    assert optimize_sql("/lake/t", {}) == "OPTIMIZE delta.`/lake/t`"
+    assert vacuum_sql("/lake/t", 168, True) == "VACUUM delta.`/lake/t` RETAIN 168 HOURS DRY RUN"
+
+
+@pytest.mark.delta_jars
+def test_native_optimize_with_delta_jars(spark, tmp_path: Path) -> None:
+    from compactor.engines.spark_session import delta_jars_available
+
+    if not delta_jars_available(spark):
+        pytest.skip("the Delta Lake jars are not on this Spark session's classpath")
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=6)
+    plan = plan_for(t, engine="spark")
+    plan = type(plan)(**{**plan.__dict__, "tables": tuple(
+        type(tp)(**{**tp.__dict__, "actions": tuple(type(a)(**{**a.__dict__, "params": {**a.params, "method": "optimize"}})
+                                                   for a in tp.actions)}) for tp in plan.tables)})
+    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
+    assert run.ok
+    exactly_once(t, n)
