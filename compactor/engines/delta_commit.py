@@ -1,6 +1,6 @@
 """Commit files written by another engine (Spark) into a Delta table through delta-rs, safely.
 
-Before writing, a journal under ``<table>/_compactor/journal/`` names every file the rewrite will
+Before writing, a journal under ``<table>/_compactor/rewrites/`` names every file the rewrite will
 create, so a run killed between writing and committing leaves nothing behind that the next run cannot
 prove it wrote. Right before committing, the files to remove are re-checked (still live); after
 committing, overlapping removes by concurrent commits are found and repaired (delta_guard).
@@ -21,7 +21,8 @@ from compactor.engines import delta_guard
 
 log = logging.getLogger(__name__)
 
-JOURNAL_DIR = "_compactor/journal"
+#: separate from the runner's action journal (compactor/apply/journal.py), which has its own format
+JOURNAL_DIR = "_compactor/rewrites"
 
 
 def table_fs(uri: str) -> tuple[pafs.FileSystem, str]:

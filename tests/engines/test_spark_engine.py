@@ -75,7 +75,7 @@ def test_spark_rewrite_end_to_end(spark, tmp_path: Path) -> None:
                 assert f.schema_arrow.field("ts").type == pa.timestamp("us")  # TIMESTAMP_MICROS, not INT96
                 assert all(f.metadata.schema.column(i).physical_type != "INT96" for i in range(f.metadata.num_columns))
                 assert [x.name for x in f.schema_arrow] == [x.name for x in arrow_schema if x.name != "date"]
-    assert not list(t.rglob("_compactor_staging*")) and not list((t / "_compactor" / "journal").glob("*"))
+    assert not list(t.rglob("_compactor_staging*")) and not list((t / "_compactor" / "rewrites").glob("*"))
     # Spark reads the table by its exact file list
     assert spark.read.parquet(*DeltaTable(str(t)).file_uris()).count() == n
 

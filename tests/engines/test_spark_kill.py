@@ -67,7 +67,7 @@ def test_sigkill_spark_apply(spark, tmp_path: Path) -> None:
     exactly_once(t, n)
     assert not [a for a in plan_for(t, engine="spark").tables[0].actions if a.type == "compact"]
     assert not list(t.rglob("_compactor_staging*"))
-    assert not list((t / "_compactor" / "journal").glob("*.json"))
+    assert not list((t / "_compactor" / "rewrites").glob("*.json"))
     # every file compactor left on disk was committed at some version (no orphans of killed runs);
     # committed files removed later stay until VACUUM, as with any Delta writer
     import json
