@@ -1,0 +1,43 @@
+"""`compactor report`: one self-contained HTML file (or PNG charts) about the selected tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+
+
+@click.command("report")
+@project_options
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="HTML file to write (default: <target-path>/report.html).")
+@click.option("--format", "fmt", type=click.Choice(["html", "png"]), default="html", show_default=True)
+@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write every chart as a PNG here (needs Chromium).")
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Highlight the partitions of this saved plan (default: plan now).")
+@debug_option
+@handle_errors
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, debug) -> int:
+    """Charts of file sizes, small-file share per partition and history, for people and PRs."""
+    from compactor.output.report import build_report, collect_report
+    from compactor.output.report.png import write_pngs
+    from compactor.planning.io import load_plan
+    from compactor.policy.compile import compile_project
+
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    target_dir = compile_project(options).project.target_dir
+    plan = load_plan(plan_file) if plan_file else None
+    tables = collect_report(options, plan=plan)
+    page = build_report(tables)
+    if fmt == "html":
+        out = out or target_dir / "report.html"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(page, encoding="utf-8")
+        click.echo(f"report written to {out}")
+    if fmt == "png" or png_dir:
+        files = write_pngs(page, png_dir or target_dir / "report-png")
+        click.echo(f"{len(files)} chart(s) written to {png_dir or target_dir / 'report-png'}")
+    return 0
