@@ -10,11 +10,12 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from compactor import __version__
+from compactor.apply.journal import DEFAULT_ORPHAN_GRACE_S, ActionJournal, folders_of, recover_orphans
 from compactor.apply.results import ActionResult, RunResults, compute_run_totals
 from compactor.engines.base import ActionContext, ActionOutcome, Engine
 from compactor.engines.lease import TableLease
@@ -76,15 +77,38 @@ def _rows_of(state: TableState, paths: tuple[str, ...]) -> int | None:
     return None if any(v is None for v in vals) else sum(vals)
 
 
+class _SparkEngineFactory:
+    """Creates the spark engine on first use (sink actions need one even under the local target)."""
+
+    def __init__(self, target: Target, engine: Engine | None) -> None:
+        self.target, self.engine, self.created = target, engine, False
+
+    def __call__(self) -> Engine:
+        if self.engine is None or getattr(self.engine, "name", "") != "spark":
+            from compactor.engines.registry import create_engine
+
+            self.engine = create_engine(replace(self.target, engine="spark"))
+            self.created = True
+        return self.engine
+
+    def close(self) -> None:
+        if self.created and self.engine is not None:
+            self.engine.close()
+
+
 def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, plan_file: str | None = None,
                dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
-               progress: Progress | None = None, engine: Engine | None = None) -> RunResults:
+               progress: Progress | None = None, engine: Engine | None = None,
+               orphan_grace_s: float = DEFAULT_ORPHAN_GRACE_S) -> RunResults:
+    """Run every action of ``plan`` on ``target`` (no project needed). ``orphan_grace_s``: how old a file
+    left by an interrupted run must be before it is deleted (see compactor.apply.journal)."""
     run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
     started = _now_iso()
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
     results: list[ActionResult] = []
     engine_obj: Engine | None = engine
     stop_all = False
+    spark_factory = _SparkEngineFactory(target, engine)
     try:
         for table in plan.tables:
             if stop_all:
@@ -96,9 +120,10 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
 
                 engine_obj = create_engine(target)
             try:
-                with TableLease(table.path, owner, run_id) as lease:
-                    failed = _apply_table(table, plan, target, engine_obj, lease, run_id, plan_file, dry_run,
-                                          replan_stale, results, progress)
+                with TableLease(table.path, owner, run_id=run_id) as lease:
+                    env = _TableRun(table, plan, target, engine_obj, lease, run_id, dry_run, replan_stale,
+                                    progress, spark_factory, orphan_grace_s)
+                    failed = _apply_table(env, results)
             except LeaseError as e:
                 failed = True
                 for a in table.actions:
@@ -106,6 +131,7 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
             if failed and fail_fast:
                 stop_all = True
     finally:
+        spark_factory.close()
         if engine_obj is not None and engine is None:
             engine_obj.close()
     versions = engine_obj.versions() if engine_obj is not None else {}
@@ -118,10 +144,35 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     return run
 
 
-def _apply_table(table: TablePlan, plan: Plan, target: Target, engine: Engine | None, lease: TableLease,
-                 run_id: str, plan_file: str | None, dry_run: bool, replan_stale: bool,
-                 results: list[ActionResult], progress: Progress | None) -> bool:
+@dataclass(frozen=True)
+class _TableRun:
+    table: TablePlan
+    plan: Plan
+    target: Target
+    engine: Engine | None
+    lease: TableLease
+    run_id: str
+    dry_run: bool
+    replan_stale: bool
+    progress: Progress | None
+    spark_factory: Callable[[], Engine]
+    orphan_grace_s: float
+
+
+def _recover(env: _TableRun) -> None:
+    if env.table.format == "spark_file_sink" or env.dry_run:
+        return
+    try:
+        recover_orphans(env.table.path, grace_s=env.orphan_grace_s)
+    except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
+        log.warning("%s: could not check for files left by interrupted runs: %s", env.table.name, e)
+
+
+def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
     """Returns True when the table failed (error or verification failure)."""
+    table, plan, target, engine, lease = env.table, env.plan, env.target, env.engine, env.lease
+    run_id, dry_run, replan_stale, progress = env.run_id, env.dry_run, env.replan_stale, env.progress
+    _recover(env)
     for i, planned in enumerate(table.actions):
         t0 = time.monotonic()
         res = ActionResult(table.name, planned.type, dict(planned.partition))
@@ -153,7 +204,18 @@ def _apply_table(table: TablePlan, plan: Plan, target: Target, engine: Engine | 
                                                      "compactor.plan": plan.generated_at,
                                                      "compactor.action": f"{run_id}:{table.name}:{i}"},
                                     dry_run=dry_run)
-                outcome = _run(engine, action, ctx, table)
+                lease.check()
+                if action.type in REWRITE_ACTIONS and table.format != "spark_file_sink":
+                    journal = ActionJournal(table.path, run_id, ctx.commit_metadata["compactor.action"],
+                                            state.version, folders_of(action.input_paths))
+                    try:
+                        with journal:
+                            outcome = _run(engine, action, ctx, table, env.spark_factory)
+                    except Exception:
+                        _recover(env)
+                        raise
+                else:
+                    outcome = _run(engine, action, ctx, table, env.spark_factory)
                 _fill(res, outcome)
                 if action.type in REWRITE_ACTIONS and not outcome.details.get("repaired"):
                     _verify(outcome)
@@ -182,13 +244,14 @@ def _apply_table(table: TablePlan, plan: Plan, target: Target, engine: Engine | 
     return False
 
 
-def _run(engine: Engine | None, action: Action, ctx: ActionContext, table: TablePlan) -> ActionOutcome:
-    if table.format == "spark_file_sink":
+def _run(engine: Engine | None, action: Action, ctx: ActionContext, table: TablePlan,
+         spark_factory: Callable[[], Engine]) -> ActionOutcome:
+    if table.format == "spark_file_sink" or action.type.startswith("sink_"):
         try:
             from compactor.sink.apply import run_sink_action
         except ImportError:
-            raise ApplyError("file-sink support is not available in this build") from None
-        return run_sink_action(action, ctx)
+            raise ApplyError("sink support not available (compactor.sink.apply is missing from this build)") from None
+        return run_sink_action(action, ctx, spark_factory)
     assert engine is not None
     return engine.run(action, ctx)
 

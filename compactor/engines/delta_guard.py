@@ -131,31 +131,43 @@ def _stats_for(path: str, num_records: Mapping[str, int | None] | None) -> str:
     return json.dumps({"numRecords": n}) if n is not None else "{}"
 
 
-def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None, own: Commit,
-                            removed_by_others: Mapping[str, int], commit_metadata: Mapping[str, str],
+def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None, own_added_paths: Iterable[str],
+                            own_removed_paths: Iterable[str], removed_by_others: Mapping[str, int], *,
+                            own_version: int, commit_metadata: Mapping[str, str] | None = None,
                             num_records: Mapping[str, int | None] | None = None) -> int:
-    """Undo the duplication: remove our own adds, re-add our removed files nobody else removed.
-    Returns the repair commit's version."""
+    """Undo a duplicating compaction at once: one dataChange=false commit that removes our own adds and
+    re-adds those of our removed files that no concurrent commit removed (they stay on storage until
+    VACUUM), so every row is live exactly once again.
+
+    ``own_version`` is the version our compaction committed; sizes, partition values and statistics of
+    the files are taken from that commit (``num_records``: path -> rows, used when a remove carries no
+    stats). Returns the repair commit's version. Callers: the local engine and the spark engine."""
     from deltalake import DeltaTable
     from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 
-    dt = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+    own = read_commit(uri, own_version, storage_options)
+    if own is None:
+        raise ApplyError(f"cannot repair: commit {own_version} of {uri} is unreadable")
+    adds, removes = set(own_added_paths), set(own_removed_paths)
+    if not adds <= set(own.adds) or not removes <= set(own.removes):
+        raise ApplyError(f"cannot repair: commit {own_version} does not hold the given adds/removes")
+    opts = dict(storage_options or {}) or None
+    dt = DeltaTable(uri, storage_options=opts)
     now_ms = int(time.time() * 1000)
     actions: list[Any] = []
-    for path, add in own.adds.items():
+    for path in sorted(adds):
+        add = own.adds[path]
         actions.append(RemoveAction(path=path, data_change=False, deletion_timestamp=now_ms, size=add.get("size"),
                                     partition_values=add.get("partitionValues") or {}))
-    for path, rem in own.removes.items():
-        if path in removed_by_others:
-            continue
+    for path in sorted(removes - set(removed_by_others)):
+        rem = own.removes[path]
         actions.append(AddAction(path=path, size=int(rem.get("size") or 0),
                                  partition_values=rem.get("partitionValues") or {}, modification_time=now_ms,
                                  data_change=False, stats=rem.get("stats") or _stats_for(path, num_records)))
-    before = dt.version()
-    dt.create_write_transaction(
-        actions, mode="append", schema=dt.schema(), partition_by=dt.metadata().partition_columns,
-        commit_properties=CommitProperties(custom_metadata={**commit_metadata, "compactor.repair_of": str(own.version)}),
-    )
-    log.warning("repaired duplicate compaction: commit %d overlapped %d earlier remove(s)", own.version,
+    meta = {**(commit_metadata or {}), "compactor.repair_of": str(own_version)}
+    dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
+                                partition_by=dt.metadata().partition_columns,
+                                commit_properties=CommitProperties(custom_metadata=meta))
+    log.warning("repaired duplicate compaction: commit %d overlapped %d earlier remove(s)", own_version,
                 len(removed_by_others))
-    return DeltaTable(uri, storage_options=dict(storage_options or {}) or None).version() if before is not None else -1
+    return DeltaTable(uri, storage_options=opts).version()

@@ -18,9 +18,12 @@ log = logging.getLogger(__name__)
 
 
 def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, str, Any]] | None:
+    """delta-rs partition filters for one partition. A null partition value (stored in the folder
+    ``__HIVE_DEFAULT_PARTITION__``) must be written as "": delta-rs rejects None and matches nothing for
+    the literal folder name (measured with deltalake 1.6.6)."""
     if not partition:
         return None
-    return [(k, "=", v) if v is not None else (k, "=", None) for k, v in partition.items()]
+    return [(k, "=", "" if v is None else v) for k, v in partition.items()]
 
 
 def check_writable(ctx: ActionContext) -> None:
@@ -107,9 +110,10 @@ class LocalEngine:
         overlap = delta_guard.find_overlapping_removes(uri, self.storage_options, read_version, own.version,
                                                        own.removes)
         if overlap:
-            repair_v = delta_guard.repair_duplicate_commit(uri, self.storage_options, own, overlap,
-                                                           {**ctx.commit_metadata, "compactor.action": marker + ":repair"},
-                                                           records)
+            repair_v = delta_guard.repair_duplicate_commit(
+                uri, self.storage_options, own.adds, own.removes, overlap, own_version=own.version,
+                commit_metadata={**ctx.commit_metadata, "compactor.action": marker + ":repair"},
+                num_records=records)
             outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair_v,
                                            "conflicting_versions": sorted(set(overlap.values()))}
             outcome.version_after = repair_v

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import Counter
 from pathlib import Path
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -52,3 +54,14 @@ def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files)))
     return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(engine=engine),
                       project_name="tests")
+
+
+def on_disk_unreferenced(t: Path) -> set[str]:
+    """Data files no commit ever added (removed files stay referenced by their add until VACUUM)."""
+    added: set[str] = set()
+    for f in (t / "_delta_log").glob("*.json"):
+        for line in f.read_text().splitlines():
+            if line.strip() and "add" in (obj := json.loads(line)):
+                added.add(unquote(obj["add"]["path"]))
+    on_disk = {str(p.relative_to(t)) for p in t.rglob("*.parquet") if not str(p.relative_to(t)).startswith("_")}
+    return on_disk - added

@@ -12,9 +12,7 @@ from deltalake import DeltaTable
 
 from compactor.apply.runner import apply_plan
 from compactor.engines import delta_guard
-from compactor.engines.lease import TableLease
 from compactor.engines.local import LocalEngine
-from compactor.errors import LeaseError
 from compactor.project.model import Target
 
 from tests.apply.helpers import exactly_once, ids, make_table, plan_for
@@ -89,7 +87,8 @@ def test_repair_readds_files_only_we_removed(tmp_path: Path) -> None:
     own = delta_guard.find_own_commit(str(t), None, read_v, "m1")
     overlap = delta_guard.find_overlapping_removes(str(t), None, read_v, own.version, own.removes)
     assert len(overlap) == 2 and len(own.removes) == 6
-    delta_guard.repair_duplicate_commit(str(t), None, own, overlap, {"compactor.action": "m1:repair"})
+    delta_guard.repair_duplicate_commit(str(t), None, own.adds, own.removes, overlap, own_version=own.version,
+                                        commit_metadata={"compactor.action": "m1:repair"})
     exactly_once(t, n)
 
 
@@ -123,44 +122,3 @@ def test_two_applies_racing_leave_every_row_once(tmp_path: Path) -> None:
     # the lease serialises them: the loser finds the lease held (error) or its plan stale
     flat = ",".join(statuses).split(",")
     assert flat.count("success") == 4, statuses
-
-
-def test_lease_is_exclusive_and_released(tmp_path: Path) -> None:
-    t = tmp_path / "t"
-    make_table(t, partitions=1, appends=1)
-    with TableLease(str(t), "a", "run-a"):
-        with pytest.raises(LeaseError, match="held by a"):
-            TableLease(str(t), "b", "run-b").acquire()
-    with TableLease(str(t), "b", "run-b") as lease:  # released: b can take it
-        assert lease.held
-
-
-def test_expired_lease_is_taken_over(tmp_path: Path) -> None:
-    t = tmp_path / "t"
-    make_table(t, partitions=1, appends=1)
-    old = TableLease(str(t), "a", "run-a", ttl_s=0.01)
-    old.acquire()
-    import time
-
-    time.sleep(0.05)
-    new = TableLease(str(t), "b", "run-b")
-    new.acquire()
-    assert new.read().run_id == "run-b"
-    old.release()  # the old holder must not delete the new lease
-    assert new.read().run_id == "run-b"
-    with pytest.raises(LeaseError, match="lost"):
-        old.held = True
-        old.renew()
-
-
-def test_lease_of_dead_process_is_taken_over(tmp_path: Path) -> None:
-    t = tmp_path / "t"
-    make_table(t, partitions=1, appends=1)
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        from compactor.engines.lease import TableLease
-        TableLease({str(t)!r}, "crashed", "run-x", ttl_s=3600).acquire()
-    """)], check=True)
-    assert p.returncode == 0
-    lease = TableLease(str(t), "b", "run-b")
-    lease.acquire()  # the holder's pid is gone: taken over despite the long ttl
-    assert lease.read().owner == "b"

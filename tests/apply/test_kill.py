@@ -18,7 +18,9 @@ from compactor.apply.runner import apply_plan
 from compactor.planning.io import write_plan
 from compactor.project.model import Target
 
-from tests.apply.helpers import exactly_once, make_table, plan_for
+from compactor.apply.journal import journal_dir
+
+from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 KILLS = 12
 
@@ -54,9 +56,12 @@ def test_sigkill_at_random_points_never_loses_or_duplicates(tmp_path: Path) -> N
         n = make_table(t, partitions=12, appends=1, rows=20, start=n)
     assert killed_mid_run >= KILLS // 2
     # re-running converges: a fresh plan applies cleanly and leaves nothing to compact
-    run = apply_plan(plan_for(t), target=Target())
+    # (grace 0: no appender is running, so every file a killed run wrote but never committed goes now)
+    run = apply_plan(plan_for(t), target=Target(), orphan_grace_s=0)
     assert run.ok, [r.error for r in run.results if r.error]
     exactly_once(t, n)
+    assert on_disk_unreferenced(t) == set()
+    assert not list(journal_dir(str(t)).glob("*.json"))
     assert not [a for a in plan_for(t).tables[0].actions if a.type == "compact"]
     run2 = apply_plan(plan_for(t), target=Target())
     assert run2.ok

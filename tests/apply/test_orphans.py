@@ -1,0 +1,113 @@
+"""Files written by an interrupted rewrite but never committed are cleaned up, and nothing else is."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from compactor.apply.journal import JournalEntry, journal_dir, recover_orphans
+from compactor.apply.runner import apply_plan
+from compactor.project.model import Target
+
+from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
+
+
+def _dead_pid() -> int:
+    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True).stdout)
+
+
+def _journal(t: Path, folders: list[str], started: float, heartbeat: float, pid: int) -> Path:
+    jdir = journal_dir(str(t))
+    jdir.mkdir(parents=True, exist_ok=True)
+    entry = JournalEntry("run-x", "run-x:t:0", str(t), DeltaTable(str(t)).version(), folders, pid=pid,
+                         started_at=started, heartbeat_at=heartbeat)
+    path = jdir / "run-x-t-0.json"
+    path.write_text(json.dumps(entry.__dict__))
+    return path
+
+
+def _orphan_like_delta_rs(t: Path, folder: str, name: str) -> Path:
+    """A file delta-rs wrote (parquet-rs footer) that no commit references: exactly what a compaction
+    killed before its commit leaves behind."""
+    live = pa.table(DeltaTable(str(t)).get_add_actions(flatten=True)).column("path").to_pylist()
+    src = t / next(p for p in live if p.startswith(folder))
+    dst = t / folder / name
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def test_orphans_of_a_dead_run_are_deleted_and_nothing_else(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=3)
+    started = time.time()
+    mine = _orphan_like_delta_rs(t, "date=2024-01-01", "part-00000-aaaa-c000.zstd.parquet")
+    other_folder = _orphan_like_delta_rs(t, "date=2024-01-02", "part-00000-bbbb-c000.zstd.parquet")
+    foreign = t / "date=2024-01-01" / "part-00000-cccc-c000.snappy.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), foreign)  # not written by delta-rs
+    old = _orphan_like_delta_rs(t, "date=2024-01-01", "part-00000-dddd-c000.zstd.parquet")
+    os.utime(old, (started - 600, started - 600))  # before the run started: not provably ours
+    jfile = _journal(t, ["date=2024-01-01"], started - 1, time.time(), _dead_pid())
+    live_before = set(pa.table(DeltaTable(str(t)).get_add_actions(flatten=True)).column("path").to_pylist())
+
+    assert recover_orphans(str(t), grace_s=3600) == []  # too young: an appender might still commit it
+    assert mine.exists() and jfile.exists()
+    deleted = recover_orphans(str(t), grace_s=0)
+    assert deleted == ["date=2024-01-01/" + mine.name]
+    assert not mine.exists() and other_folder.exists() and foreign.exists() and old.exists()
+    assert not jfile.exists()
+    assert set(pa.table(DeltaTable(str(t)).get_add_actions(flatten=True)).column("path").to_pylist()) == live_before
+    exactly_once(t, n)
+
+
+def test_journal_of_a_running_process_is_left_alone(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=2)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        mine = _orphan_like_delta_rs(t, "date=2024-01-01", "part-00000-eeee-c000.zstd.parquet")
+        _journal(t, ["date=2024-01-01"], time.time() - 5, time.time(), proc.pid)
+        assert recover_orphans(str(t), grace_s=0) == []
+        assert mine.exists()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_failed_rewrite_leaves_a_journal_and_the_next_run_cleans_up(tmp_path: Path) -> None:
+    """An engine that writes a file and dies before committing (as delta-rs does when killed)."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=4)
+    written: list[Path] = []
+
+    class _CrashingEngine:
+        name = "local"
+
+        def versions(self) -> dict[str, str]:
+            return {}
+
+        def run(self, action, ctx):
+            written.append(_orphan_like_delta_rs(t, "date=2024-01-01", "part-00000-ffff-c000.zstd.parquet"))
+            raise OSError("disk full")
+
+        def close(self) -> None:
+            pass
+
+    run = apply_plan(plan_for(t), target=Target(), engine=_CrashingEngine(), orphan_grace_s=3600)
+    assert [r.status for r in run.results] == ["error"]
+    assert written[0].exists() and list(journal_dir(str(t)).glob("*.json"))
+    run = apply_plan(plan_for(t), target=Target(), orphan_grace_s=0)
+    assert run.ok, [r.error for r in run.results]
+    assert not written[0].exists()
+    assert not list(journal_dir(str(t)).glob("*.json"))
+    assert on_disk_unreferenced(t) == set()
+    exactly_once(t, n)
