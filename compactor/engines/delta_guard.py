@@ -131,9 +131,11 @@ def _stats_for(path: str, num_records: Mapping[str, int | None] | None) -> str:
     return json.dumps({"numRecords": n}) if n is not None else "{}"
 
 
-def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None, own_added_paths: Iterable[str],
-                            own_removed_paths: Iterable[str], removed_by_others: Mapping[str, int], *,
-                            own_version: int, commit_metadata: Mapping[str, str] | None = None,
+def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None,
+                            own_added_paths: Iterable[str] | Commit, own_removed_paths: Iterable[str] | Mapping[str, int],
+                            removed_by_others: Mapping[str, int] | Mapping[str, str] | None = None,
+                            own_version: int | Mapping[str, int | None] | None = None, *,
+                            commit_metadata: Mapping[str, str] | None = None,
                             num_records: Mapping[str, int | None] | None = None) -> int:
     """Undo a duplicating compaction at once: one dataChange=false commit that removes our own adds and
     re-adds those of our removed files that no concurrent commit removed (they stay on storage until
@@ -141,10 +143,21 @@ def repair_duplicate_commit(uri: str, storage_options: Mapping[str, str] | None,
 
     ``own_version`` is the version our compaction committed; sizes, partition values and statistics of
     the files are taken from that commit (``num_records``: path -> rows, used when a remove carries no
-    stats). Returns the repair commit's version. Callers: the local engine and the spark engine."""
+    stats). Returns the repair commit's version. Callers: the local engine and the spark engine.
+
+    The first form, ``repair_duplicate_commit(uri, storage_options, own_commit, removed_by_others,
+    commit_metadata, num_records)`` with the ``Commit`` from ``find_own_commit``, is kept working."""
     from deltalake import DeltaTable
     from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 
+    if isinstance(own_added_paths, Commit):
+        first = own_added_paths
+        commit_metadata = dict(removed_by_others or {}) if commit_metadata is None else commit_metadata
+        num_records = own_version if num_records is None and isinstance(own_version, Mapping) else num_records
+        own_added_paths, own_removed_paths, removed_by_others = first.adds, first.removes, own_removed_paths
+        own_version = first.version
+    if not isinstance(own_version, int) or removed_by_others is None:
+        raise TypeError("repair_duplicate_commit needs removed_by_others and own_version")
     own = read_commit(uri, own_version, storage_options)
     if own is None:
         raise ApplyError(f"cannot repair: commit {own_version} of {uri} is unreadable")

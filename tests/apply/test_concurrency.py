@@ -73,7 +73,8 @@ def _rewrite_two_files(path: Path) -> None:
     dt_.create_write_transaction(actions, mode="append", schema=dt_.schema(), partition_by=["date"])
 
 
-def test_repair_readds_files_only_we_removed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["paths", "commit"])
+def test_repair_readds_files_only_we_removed(tmp_path: Path, form: str) -> None:
     """Partial overlap: the other compaction removed two of our inputs; ours removed all six."""
     t = tmp_path / "t"
     n = make_table(t, partitions=1, appends=6)
@@ -87,8 +88,11 @@ def test_repair_readds_files_only_we_removed(tmp_path: Path) -> None:
     own = delta_guard.find_own_commit(str(t), None, read_v, "m1")
     overlap = delta_guard.find_overlapping_removes(str(t), None, read_v, own.version, own.removes)
     assert len(overlap) == 2 and len(own.removes) == 6
-    delta_guard.repair_duplicate_commit(str(t), None, own.adds, own.removes, overlap, own_version=own.version,
-                                        commit_metadata={"compactor.action": "m1:repair"})
+    if form == "paths":
+        delta_guard.repair_duplicate_commit(str(t), None, list(own.adds), list(own.removes), overlap,
+                                            own_version=own.version, commit_metadata={"compactor.action": "m1:repair"})
+    else:  # the form the spark engine uses: the Commit found by find_own_commit
+        delta_guard.repair_duplicate_commit(str(t), None, own, overlap, {"compactor.action": "m1:repair"}, {})
     exactly_once(t, n)
 
 
