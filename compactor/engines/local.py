@@ -140,7 +140,8 @@ class LocalEngine:
         from compactor.planning.retention import DELETED, parse_interval
 
         hours = int(action.params["retention_hours"])
-        table_secs = parse_interval(dt.metadata().configuration.get(DELETED)) or 7 * 86400
+        declared = parse_interval(dt.metadata().configuration.get(DELETED))
+        table_secs = 7 * 86400 if declared is None else declared  # Delta's default; 0 is a valid value
         if hours * 3600 < table_secs:
             # never below what the table declares (delta-rs would refuse too; say why clearly)
             raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",

@@ -1,0 +1,124 @@
+"""The local (delta-rs) engine on real tables: null partitions, z-order, vacuum, properties, refusals."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from compactor.apply.runner import apply_plan
+from compactor.engines.local import partition_filters
+from compactor.planning.plan import Action, Plan, Precondition, TablePlan
+from compactor.project.model import Target
+
+from tests.apply.helpers import exactly_once, make_table, plan_for
+
+
+def _live(t: Path) -> list[dict]:
+    return pa.table(DeltaTable(str(t)).get_add_actions(flatten=True)).to_pylist()
+
+
+def _plan(t: Path, *actions: Action, partition_columns: tuple[str, ...] = ()) -> Plan:
+    table = TablePlan(name="t", path=str(t), format="delta", engine="local", version=DeltaTable(str(t)).version(),
+                      partition_columns=partition_columns, actions=actions)
+    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
+                target={"engine": "local"}, tables=(table,))
+
+
+def test_null_partition_is_compacted(tmp_path: Path) -> None:
+    """A null partition value lives in __HIVE_DEFAULT_PARTITION__; delta-rs needs "" in the filter."""
+    t = tmp_path / "t"
+    for i in range(5):
+        write_deltalake(str(t), pa.table({"p": pa.array([None, "a"], pa.string()), "id": pa.array([2 * i, 2 * i + 1])}),
+                        partition_by=["p"], mode="append")
+    assert partition_filters({"p": None}) == [("p", "=", "")]
+    plan = plan_for(t)
+    null_actions = [a for a in plan.tables[0].actions if a.partition == {"p": None}]
+    assert null_actions, plan.tables[0]
+    run = apply_plan(plan, target=Target())
+    assert run.ok, [r.error for r in run.results]
+    by_part = Counter(f["partition.p"] for f in _live(t))
+    assert by_part == {None: 1, "a": 1}
+    exactly_once(t, 10)
+
+
+def test_z_order_rewrites_the_partition_and_keeps_rows(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=4)
+    files = tuple(f["path"] for f in _live(t) if f["partition.date"] == "2024-01-01")
+    action = Action(type="z_order", partition={"date": "2024-01-01"}, input_files=len(files),
+                    precondition=Precondition.of(DeltaTable(str(t)).version(), files), bins=(files,),
+                    params={"z_order_by": ["id"], "target_file_size": 2**20})
+    run = apply_plan(_plan(t, action, partition_columns=("date",)), target=Target())
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert r.files_removed == 4 and r.files_added == 1 and r.rows_before == r.rows_after == 200
+    exactly_once(t, n)
+
+
+def test_vacuum_dry_run_lists_files_and_real_run_deletes_only_removed_files(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=5)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(str(t)).optimize.compact()
+    removed = {f for f in (p.name for p in (t / "date=2024-01-01").glob("*.parquet"))} - {
+        Path(f["path"]).name for f in _live(t)}
+    assert len(removed) == 5
+    vacuum = Action(type="vacuum", params={"retention_hours": 0})
+    run = apply_plan(_plan(t, vacuum), target=Target(), dry_run=True)
+    (r,) = run.results
+    assert r.status == "skipped" and r.details["file_count"] == 5
+    assert {Path(f).name for f in r.details["files"]} == removed
+    assert len(list((t / "date=2024-01-01").glob("*.parquet"))) == 6  # nothing deleted
+    run = apply_plan(_plan(t, vacuum), target=Target())
+    assert run.ok and run.results[0].files_removed == 5
+    assert len(list((t / "date=2024-01-01").glob("*.parquet"))) == 1
+    exactly_once(t, n)
+
+
+def test_vacuum_never_goes_below_the_tables_retention(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=3)
+    DeltaTable(str(t)).optimize.compact()
+    before = sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet"))
+    run = apply_plan(_plan(t, Action(type="vacuum", params={"retention_hours": 1})), target=Target())
+    (r,) = run.results
+    assert r.status == "error" and "below the table's delta.deletedFileRetentionDuration (168h)" in r.error
+    assert sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet")) == before
+
+
+def test_set_properties(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=1)
+    props = {"delta.deletedFileRetentionDuration": "interval 14 days", "delta.logRetentionDuration": "interval 60 days"}
+    run = apply_plan(_plan(t, Action(type="set_properties", params={"properties": props})), target=Target())
+    assert run.ok, run.results[0].error
+    conf = DeltaTable(str(t)).metadata().configuration
+    assert {k: conf[k] for k in props} == props
+
+
+def test_table_with_unwritable_feature_is_refused_naming_it(tmp_path: Path, fixtures_dir: Path) -> None:
+    t = tmp_path / "t"
+    shutil.copytree(fixtures_dir / "delta-rs" / "checkpoint-v2-table", t)
+    files = tuple(f["path"] for f in _live(t))
+    before = DeltaTable(str(t)).version()
+    action = Action(type="compact", input_files=len(files), bins=(files,),
+                    precondition=Precondition.of(before, files), params={"target_file_size": 2**20})
+    run = apply_plan(_plan(t, action), target=Target())
+    (r,) = run.results
+    assert r.status == "error" and "identityColumns" in r.error
+    assert DeltaTable(str(t)).version() == before
+
+
+def test_sort_strategy_needs_spark(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=2)
+    files = tuple(f["path"] for f in _live(t))
+    action = Action(type="sort", partition={"date": "2024-01-01"}, bins=(files,), params={"sort_by": ["id"]})
+    (r,) = apply_plan(_plan(t, action), target=Target()).results
+    assert r.status == "error" and "spark engine" in r.error
+    assert len(pq.read_table(DeltaTable(str(t)).file_uris(), use_threads=False)) == 100
