@@ -1,0 +1,1 @@
+"""Structured Streaming file-sink outputs: manifest logs, planning, safe compaction."""

@@ -1,0 +1,209 @@
+"""Execute sink actions with the only safe procedure (writer stopped; see spark-file-sink-log.md):
+rewrite each bin into a `_` staging folder, move the output into the same partition folder under a new
+name, verify rows, then atomically replace the latest `.compact` (old entries minus replaced plus new).
+Never a new batch id, never a new or deleted `.compact`, never a `delete` entry. Replaced files go to a
+ledger and are deleted only after the grace period, by a later run, if no log file references them."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from compactor.engines.base import ActionContext, ActionOutcome
+from compactor.errors import ApplyError, SinkGuardError, StalePlanError, VerificationError
+from compactor.planning.plan import Action
+from compactor.policy.model import Sink
+from compactor.sink.log import entry_local_path, list_log, read_entries
+from compactor.sink.planning import LEDGER, readers_guard, writer_guard
+from compactor.sink.state import METADATA_DIR, read_sink_state
+
+log = logging.getLogger(__name__)
+JOURNAL = "_compactor/sink_journal.json"
+
+
+def _sink_from(params: dict) -> Sink:
+    return Sink(quiet_period=int(params.get("quiet_period", 600)), checkpoint=params.get("checkpoint"),
+                writer_stopped_check=bool(params.get("writer_stopped_check", True)),
+                downstream_streaming_readers=params.get("downstream_streaming_readers", "unknown"),
+                grace_period=int(params.get("grace_period", 3600)))
+
+
+def recover(root: Path) -> int:
+    """Delete files a killed run wrote but never listed in the manifest, and its staging folders."""
+    j = root / JOURNAL
+    if not j.is_file():
+        return 0
+    try:
+        entry = json.loads(j.read_text())
+    except ValueError:
+        entry = {}
+    visible = {str(entry_local_path(e["path"], root)) for lf in list_log(root / METADATA_DIR).visible_files()
+               for e in read_entries(lf.path)}
+    removed = 0
+    for f in entry.get("files", []):
+        if f not in visible and os.path.exists(f):
+            os.remove(f)
+            removed += 1
+    for s in entry.get("staging", []):
+        shutil.rmtree(s, ignore_errors=True)
+    j.unlink()
+    return removed
+
+
+def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = None) -> ActionOutcome:
+    """Run one sink action. ``spark_factory`` (optional) returns the runner's spark engine; the
+    SparkSession is otherwise the active one or one built from defaults."""
+    root = Path(ctx.table.path)
+    recover(root)
+    if action.type == "sink_delete_replaced":
+        return _delete_replaced(root, action, ctx)
+    if action.type != "sink_compact":
+        raise ApplyError(f"{action.type} is not supported for file sinks in this version")
+    sink = _sink_from(dict(action.params))
+    state = read_sink_state(str(root))
+    guard = writer_guard(sink, state, dt.datetime.now(dt.timezone.utc)) or readers_guard(sink)
+    if guard:
+        raise SinkGuardError(f"refused, nothing changed: {guard}")
+    lc_name = action.params.get("latest_compact")
+    if state.extra.get("latest_compact") != lc_name or state.extra.get("latest_batch") != action.params.get("latest_batch"):
+        raise StalePlanError("the sink wrote new batches since planning (the writer ran); re-plan")
+    listed = dict(zip(state.files.column("path").to_pylist(), state.files.column("in_compact").to_pylist()))
+    missing = [p for p in action.input_paths if not listed.get(p)]
+    if missing:
+        raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
+    if ctx.dry_run:
+        return ActionOutcome(details={"dry_run": True})
+    journal = {"files": [], "staging": []}
+    new_entries: list[tuple[str, Path]] = []
+    rows_in = rows_out = bytes_in = 0
+    try:
+        for b in action.bins:
+            inputs = [entry_local_path(p, root) for p in b]
+            part_dir = inputs[0].parent
+            if any(p.parent != part_dir for p in inputs):
+                raise ApplyError("a bin mixes partition folders; refusing to rewrite it")
+            staging = part_dir / f"_compactor_staging_{uuid.uuid4().hex}"
+            final = part_dir / f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet"
+            journal["files"].append(str(final))
+            journal["staging"].append(str(staging))
+            _write_journal(root, journal)
+            n_in = sum(pq.ParquetFile(p).metadata.num_rows for p in inputs)
+            _rewrite(inputs, staging, final, ctx.table.engine)
+            n_out = pq.ParquetFile(final).metadata.num_rows
+            if n_in != n_out:
+                raise VerificationError(f"rewrite of {len(inputs)} file(s) produced {n_out} rows, expected {n_in}")
+            rows_in, rows_out = rows_in + n_in, rows_out + n_out
+            bytes_in += sum(p.stat().st_size for p in inputs)
+            new_entries.append((b[0], final))
+        replaced = set(action.input_paths)
+        _replace_compact(root / METADATA_DIR / lc_name, replaced, new_entries, state.extra.get("latest_batch"))
+    except BaseException:
+        recover(root)
+        raise
+    _add_to_ledger(root, [str(entry_local_path(p, root)) for p in action.input_paths])
+    (root / JOURNAL).unlink(missing_ok=True)
+    return ActionOutcome(files_removed=len(action.input_paths), files_added=len(new_entries), bytes_removed=bytes_in,
+                         bytes_added=sum(f.stat().st_size for _, f in new_entries), rows_removed=rows_in,
+                         rows_added=rows_out, version_before=state.version, version_after=state.version,
+                         details={"manifest": lc_name})
+
+
+def _write_journal(root: Path, journal: dict) -> None:
+    (root / JOURNAL).parent.mkdir(parents=True, exist_ok=True)
+    tmp = root / (JOURNAL + ".tmp")
+    tmp.write_text(json.dumps(journal))
+    os.replace(tmp, root / JOURNAL)
+
+
+def _rewrite(inputs: list[Path], staging: Path, final: Path, engine: str) -> None:
+    staging.mkdir(parents=True)
+    if engine == "spark":
+        from compactor.engines.spark_session import get_or_create_session
+
+        spark = get_or_create_session()
+        (spark.read.option("basePath", str(inputs[0].parent)).parquet(*[str(p) for p in inputs])
+         .coalesce(1).write.mode("overwrite").parquet(str(staging / "out")))
+        out = [p for p in (staging / "out").iterdir() if p.name.startswith("part-") and p.suffix == ".parquet"]
+        if len(out) != 1:
+            raise ApplyError(f"expected one output file from Spark, found {len(out)}")
+        os.replace(out[0], final)
+    else:
+        tables = [pq.read_table(p) for p in inputs]
+        table = pa.concat_tables(tables, promote_options="none")
+        tmp = staging / "out.parquet"
+        pq.write_table(table, tmp, compression="snappy", coerce_timestamps="us", allow_truncated_timestamps=False)
+        os.replace(tmp, final)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _uri_like(example: str, path: Path) -> str:
+    """A new entry's path in the same form as the existing ones (file URI or plain path)."""
+    return path.as_uri() if example.startswith("file:") else str(path)
+
+
+def _replace_compact(compact: Path, replaced: set[str], new: list[tuple[str, Path]], latest_batch: int | None) -> None:
+    """Atomically replace the latest .compact: its entries minus the replaced paths, plus the new files."""
+    lines = compact.read_text(encoding="utf-8").split("\n")
+    header, body = lines[0], [ln for ln in lines[1:] if ln.strip()]
+    kept, template = [], None
+    for ln in body:
+        e = json.loads(ln)
+        template = template or e
+        if e["path"] not in replaced:
+            kept.append(ln)
+    now = int(time.time() * 1000)
+    for example_path, f in new:
+        entry = {"path": _uri_like(example_path, f), "size": f.stat().st_size, "isDir": False, "modificationTime": now,
+                 "blockReplication": (template or {}).get("blockReplication", 1),
+                 "blockSize": (template or {}).get("blockSize", 33554432), "action": "add"}
+        kept.append(json.dumps(entry, separators=(",", ":")))
+    tmp = compact.parent / f".{compact.name}.compactor-{uuid.uuid4().hex}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write("\n".join([header] + kept))  # Spark writes no trailing newline
+        fh.flush()
+        os.fsync(fh.fileno())
+    # last check: the writer has not produced a newer batch meanwhile (then our manifest would be stale)
+    if list_log(compact.parent).latest_batch != latest_batch:
+        tmp.unlink()
+        raise StalePlanError("the sink wrote a new batch during compaction; nothing was changed")
+    os.replace(tmp, compact)
+    (compact.parent / f".{compact.name}.crc").unlink(missing_ok=True)
+
+
+def _add_to_ledger(root: Path, files: list[str]) -> None:
+    path = root / LEDGER
+    entries = json.loads(path.read_text()) if path.is_file() else []
+    now = time.time()
+    entries += [{"file": f, "replaced_at": now} for f in files]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, path)
+
+
+def _delete_replaced(root: Path, action: Action, ctx: ActionContext) -> ActionOutcome:
+    referenced = {str(entry_local_path(e["path"], root)) for lf in list_log(root / METADATA_DIR).files
+                  for e in read_entries(lf.path)}
+    due = set(action.params.get("files", []))
+    deleted, kept = [], []
+    for f in sorted(due):
+        if f in referenced:
+            kept.append(f)  # an older log file still lists it: a reader of that batch could need it
+        elif not ctx.dry_run and os.path.exists(f):
+            os.remove(f)
+            deleted.append(f)
+    path = root / LEDGER
+    if not ctx.dry_run and path.is_file():
+        entries = [e for e in json.loads(path.read_text()) if e["file"] not in set(deleted) | (due - set(kept))]
+        path.write_text(json.dumps(entries))
+    return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})

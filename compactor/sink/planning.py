@@ -1,0 +1,89 @@
+"""Plan a file-sink output: compaction only among files listed in the latest .compact, guarded."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from compactor.planning.partitions import plan_partitions
+from compactor.planning.plan import Action, Precondition, Skip, TablePlan
+from compactor.policy.model import Sink, TablePolicy
+from compactor.sink.state import checkpoint_newest_mtime_ms
+from compactor.state.model import TableState
+
+LEDGER = "_compactor/sink_ledger.json"
+
+
+def writer_guard(sink: Sink, state: TableState, now: dt.datetime) -> str | None:
+    """A reason the writer may still be running, or None."""
+    if not sink.writer_stopped_check:
+        return None
+    now_ms = int(now.timestamp() * 1000)
+    newest = state.extra.get("newest_log_mtime_ms")
+    if newest is not None and now_ms - newest < sink.quiet_period * 1000:
+        return (f"the newest sink log file is {(now_ms - newest) // 1000}s old, younger than the quiet period "
+                f"({sink.quiet_period}s): the streaming query may still be running")
+    if sink.checkpoint:
+        cp = checkpoint_newest_mtime_ms(sink.checkpoint)
+        if cp is not None and now_ms - cp < sink.quiet_period * 1000:
+            return f"the checkpoint {sink.checkpoint} has commits from {(now_ms - cp) // 1000}s ago"
+    return None
+
+
+def readers_guard(sink: Sink) -> str | None:
+    if sink.downstream_streaming_readers == "unknown":
+        return ("downstream streaming readers are not acknowledged: a readStream of this directory would "
+                "re-read the compacted rows (set sink.downstream_streaming_readers: none or reprocess_ok)")
+    return None
+
+
+def sink_params(policy: TablePolicy, state: TableState) -> dict:
+    s = policy.sink or Sink()
+    return {"quiet_period": s.quiet_period, "checkpoint": s.checkpoint, "writer_stopped_check": s.writer_stopped_check,
+            "downstream_streaming_readers": s.downstream_streaming_readers, "grace_period": s.grace_period,
+            "latest_compact": state.extra.get("latest_compact"), "latest_batch": state.extra.get("latest_batch")}
+
+
+def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
+    sink = policy.sink or Sink()
+    base = dict(name=policy.name, path=state.uri, format="spark_file_sink", engine=engine, version=state.version,
+                bin_model="delta-spark", partition_columns=state.partition_columns, files_before=state.file_count,
+                bytes_before=state.total_bytes, policy_source=str(policy.source))
+    if not policy.enabled:
+        return TablePlan(**base, files_after=state.file_count, skipped=(Skip("disabled", None, {}, "enabled: false"),))
+    actions: list[Action] = []
+    skips: list[Skip] = []
+    deletions = _due_deletions(Path(state.uri), sink, now)
+    if deletions:
+        actions.append(Action("sink_delete_replaced", input_files=len(deletions), precondition=Precondition(state.version),
+                              params={"files": deletions, **sink_params(policy, state)},
+                              reason=f"delete {len(deletions)} replaced file(s) past the {sink.grace_period}s grace period"))
+    guard = writer_guard(sink, state, now) or readers_guard(sink)
+    if guard:
+        reason = "writer_active" if writer_guard(sink, state, now) else "downstream_readers"
+        skips.append(Skip(reason, None, {"latest_batch": state.extra.get("latest_batch")}, guard))
+    elif not state.extra.get("latest_compact"):
+        skips.append(Skip("already_compact", None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
+    elif policy.compaction.enabled:
+        acts, sk = plan_partitions(state.files, state.partition_columns, policy.compaction, now=now,
+                                   bin_model="delta-spark", version=state.version, action_type="sink_compact",
+                                   eligible=state.files.column("in_compact"))
+        params = sink_params(policy, state)
+        actions += [Action(**{**a.__dict__, "params": {**a.params, **params},
+                              "reason": a.reason + " (files listed in the latest .compact only)"}) for a in acts]
+        skips += sk
+    removed = sum(a.input_files - a.expected_output_files for a in actions if a.type == "sink_compact")
+    return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+
+
+def _due_deletions(root: Path, sink: Sink, now: dt.datetime) -> list[str]:
+    ledger = root / LEDGER
+    if not ledger.is_file():
+        return []
+    try:
+        entries = json.loads(ledger.read_text())
+    except ValueError:
+        return []
+    horizon = now.timestamp() - sink.grace_period
+    return sorted(e["file"] for e in entries if e.get("replaced_at", now.timestamp()) <= horizon)

@@ -1,0 +1,78 @@
+"""A file-sink output's state as a TableState: the visible manifest entries, columnar."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import unquote
+
+import pyarrow as pa
+
+from compactor.errors import TableReadError
+from compactor.sink.log import entry_local_path, list_log, sink_entries_table
+from compactor.state.model import TableState
+
+METADATA_DIR = "_spark_metadata"
+
+
+def _partition_values(local: Path, root: Path) -> dict[str, str | None]:
+    try:
+        rel = local.parent.relative_to(root)
+    except ValueError:
+        return {}
+    out: dict[str, str | None] = {}
+    for part in rel.parts:
+        if "=" in part:
+            k, v = part.split("=", 1)
+            v = unquote(v)
+            out[unquote(k)] = None if v == "__HIVE_DEFAULT_PARTITION__" else v
+    return out
+
+
+def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None) -> TableState:
+    root = Path(path)
+    if "://" in path and not path.startswith("file:"):
+        raise TableReadError(f"{path}: only local file-sink outputs are supported by this version")
+    if not root.is_dir():
+        raise TableReadError(f"{path}: sink output directory does not exist")
+    if not (root / METADATA_DIR).is_dir():
+        raise TableReadError(f"{path}: not a Structured Streaming file-sink output (no {METADATA_DIR})")
+    log = list_log(root / METADATA_DIR)
+    if log.latest_batch is None:
+        raise TableReadError(f"{path}: the sink log has no batches yet")
+    entries = sink_entries_table(log)
+    raw = entries.column("raw_path").to_pylist()
+    locals_ = [entry_local_path(r, root) for r in raw]
+    parts = [_partition_values(p, root) for p in locals_]
+    cols = sorted({k for pv in parts for k in pv}, key=lambda k: min(
+        (str(lp).find(f"/{k}=") for lp in locals_ if f"/{k}=" in str(lp)), default=0))
+    files = pa.table({
+        "path": entries.column("raw_path"),
+        "size_bytes": entries.column("size_bytes"),
+        "modification_time": entries.column("modification_time"),
+        "num_records": pa.nulls(entries.num_rows, pa.int64()),
+        **{f"partition.{c}": pa.array([pv.get(c) for pv in parts], pa.string()) for c in cols},
+        "in_compact": entries.column("in_compact"),
+    })
+    lc = log.latest_compact
+    return TableState(
+        uri=str(root), format="spark_file_sink", version=log.latest_batch, partition_columns=tuple(cols), files=files,
+        extra={"latest_batch": log.latest_batch, "compact_interval": log.compact_interval(),
+               "latest_compact": lc.path.name if lc else None, "compact_file_bytes": lc.size if lc else 0,
+               "compact_entries": int(sum(entries.column("in_compact").to_pylist())),
+               "newest_log_mtime_ms": log.newest_mtime_ms, "log_files": len(log.files)},
+    )
+
+
+def checkpoint_newest_mtime_ms(checkpoint: str) -> int | None:
+    """Newest write under a streaming checkpoint's commits/ and offsets/ (None if absent)."""
+    newest = None
+    for sub in ("commits", "offsets"):
+        d = Path(checkpoint) / sub
+        if d.is_dir():
+            for e in os.scandir(d):
+                if e.is_file() and not e.name.startswith("."):
+                    m = int(e.stat().st_mtime * 1000)
+                    newest = m if newest is None else max(newest, m)
+    return newest
