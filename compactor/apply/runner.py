@@ -170,58 +170,28 @@ def _recover(env: _TableRun) -> None:
 
 def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
     """Returns True when the table failed (error or verification failure)."""
-    table, plan, target, engine, lease = env.table, env.plan, env.target, env.engine, env.lease
-    run_id, dry_run, replan_stale, progress = env.run_id, env.dry_run, env.replan_stale, env.progress
+    table, progress = env.table, env.progress
     _recover(env)
+    # An engine that re-checks every input on the snapshot it commits from (the local engine) lets the
+    # runner read the table once: a stale verdict on that older snapshot is re-decided on a fresh one.
+    reuse_state = table.format == "delta" and getattr(env.engine, "rechecks_inputs", False)
+    cached: TableState | None = None
     for i, planned in enumerate(table.actions):
         t0 = time.monotonic()
         res = ActionResult(table.name, planned.type, dict(planned.partition))
-        action = planned
         try:
-            state = _read_state(table, target)
-            res.table_version_before = state.version
-            if action.input_paths:
-                live = set(state.files.column("path").to_pylist())
-                gone = [p for p in action.input_paths if p not in live]
-                if gone:
-                    if not replan_stale:
-                        raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})")
-                    new = _replan(action, state)
-                    if new is None:
-                        raise StalePlanError("partition changed since planning and no longer needs compaction")
-                    action = new
-                    res.details = {"replanned": True}
-            res.rows_before = _rows_of(state, action.input_paths) if action.type in REWRITE_ACTIONS else None
-            if progress:
-                progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
-                                          "bytes": action.input_bytes, "index": i, "count": len(table.actions)})
-            if dry_run and action.type != "vacuum":
-                res.status = "skipped"
-                res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
-            else:
-                ctx = ActionContext(table=table, state=state, storage_options=target.storage_options,
-                                    commit_metadata={"compactor.version": __version__, "compactor.run_id": run_id,
-                                                     "compactor.plan": plan.generated_at,
-                                                     "compactor.action": f"{run_id}:{table.name}:{i}"},
-                                    dry_run=dry_run)
-                lease.check()
-                if action.type in REWRITE_ACTIONS and table.format != "spark_file_sink":
-                    journal = ActionJournal(table.path, run_id, ctx.commit_metadata["compactor.action"],
-                                            state.version, folders_of(action.input_paths))
-                    try:
-                        with journal:
-                            outcome = _run(engine, action, ctx, table, env.spark_factory)
-                    except Exception:
-                        _recover(env)
-                        raise
-                else:
-                    outcome = _run(engine, action, ctx, table, env.spark_factory)
-                _fill(res, outcome)
-                if action.type in REWRITE_ACTIONS and not outcome.details.get("repaired"):
-                    _verify(outcome)
-                if dry_run:
-                    res.status = "skipped"
-            lease.renew()
+            state = cached or _read_state(table, env.target)
+            try:
+                _run_action(env, i, planned, res, state)
+            except StalePlanError:
+                if cached is None:
+                    raise
+                res = ActionResult(table.name, planned.type, dict(planned.partition))
+                state = _read_state(table, env.target)
+                _run_action(env, i, planned, res, state)
+            if reuse_state:
+                cached = state
+            env.lease.renew()
         except StalePlanError as e:
             res.status, res.error = "stale", e.message
         except VerificationError as e:
@@ -242,6 +212,54 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
         if res.status == "error":
             return True
     return False
+
+
+def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState) -> None:
+    """Check the precondition on ``state``, run the action, verify rows; fills ``res``."""
+    table, engine, run_id = env.table, env.engine, env.run_id
+    action = planned
+    res.table_version_before = state.version
+    if action.input_paths:
+        live = set(state.files.column("path").to_pylist())
+        gone = [p for p in action.input_paths if p not in live]
+        if gone:
+            if not env.replan_stale:
+                raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})")
+            new = _replan(action, state)
+            if new is None:
+                raise StalePlanError("partition changed since planning and no longer needs compaction")
+            action = new
+            res.details = {"replanned": True}
+    res.rows_before = _rows_of(state, action.input_paths) if action.type in REWRITE_ACTIONS else None
+    if env.progress:
+        env.progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
+                                      "bytes": action.input_bytes, "index": i, "count": len(table.actions)})
+    if env.dry_run and action.type != "vacuum":
+        res.status = "skipped"
+        res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
+        return
+    ctx = ActionContext(table=table, state=state, storage_options=env.target.storage_options,
+                        commit_metadata={"compactor.version": __version__, "compactor.run_id": run_id,
+                                         "compactor.plan": env.plan.generated_at,
+                                         "compactor.action": f"{run_id}:{table.name}:{i}"},
+                        dry_run=env.dry_run)
+    env.lease.check()
+    if action.type in REWRITE_ACTIONS and table.format != "spark_file_sink":
+        journal = ActionJournal(table.path, run_id, ctx.commit_metadata["compactor.action"], state.version,
+                                folders_of(action.input_paths))
+        try:
+            with journal:
+                outcome = _run(engine, action, ctx, table, env.spark_factory)
+        except Exception:
+            _recover(env)
+            raise
+    else:
+        outcome = _run(engine, action, ctx, table, env.spark_factory)
+    _fill(res, outcome)
+    if action.type in REWRITE_ACTIONS and not outcome.details.get("repaired"):
+        _verify(outcome)
+    if env.dry_run:
+        res.status = "skipped"
 
 
 def _run(engine: Engine | None, action: Action, ctx: ActionContext, table: TablePlan,

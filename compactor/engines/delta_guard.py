@@ -84,17 +84,19 @@ def assert_files_live(uri: str, storage_options: Mapping[str, str] | None, paths
 
 
 def find_own_commit(uri: str, storage_options: Mapping[str, str] | None, after_version: int, marker: str,
-                    timeout_s: float = 5.0) -> Commit:
-    """The commit after ``after_version`` whose commitInfo carries compactor.action == marker."""
+                    timeout_s: float = 5.0, *, latest: int | None = None) -> Commit:
+    """The commit after ``after_version`` whose commitInfo carries compactor.action == marker.
+    ``latest``: a version known to exist (e.g. the handle's version after committing), saves a table load."""
     deadline = time.time() + timeout_s
     while True:
-        latest = latest_version(uri, storage_options)
+        latest = latest if latest is not None else latest_version(uri, storage_options)
         for v in range(after_version + 1, latest + 1):
             c = read_commit(uri, v, storage_options)
             if c is not None and _marker_of(c.info) == marker:
                 return c
         if time.time() > deadline:
             raise ApplyError(f"could not find compactor's commit (marker {marker}) after version {after_version}")
+        latest = None
         time.sleep(0.05)
 
 
