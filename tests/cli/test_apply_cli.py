@@ -1,0 +1,51 @@
+"""`compactor apply` exit codes and options: failures exit 1, --fail-fast, --dry-run, --metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from compactor.engines.lease import TableLease
+
+from tests.apply.helpers import exactly_once, ids, make_table
+from tests.cli.test_cli import cli, project
+
+
+def _two_tables(tmp_path: Path) -> tuple[Path, Path, Path, int, int]:
+    a, b = tmp_path / "lake" / "a", tmp_path / "lake" / "b"
+    na, nb = make_table(a, partitions=1, appends=4), make_table(b, partitions=1, appends=4)
+    policy = "version: 1\ntables:\n" + "".join(
+        f"  - name: {n}\n    path: {p}\n    compaction:\n      target_file_size: 1MiB\n"
+        "      triggers: {min_input_files: 2}\n" for n, p in (("a", a), ("b", b)))
+    return a, b, project(tmp_path / "proj", policy), na, nb
+
+
+def test_failed_action_exits_1_and_fail_fast_stops(tmp_path: Path) -> None:
+    a, b, p, na, nb = _two_tables(tmp_path)
+    plan = tmp_path / "plan.json"
+    assert cli("plan", "--project-dir", str(p), "--out", str(plan)).returncode == 0
+    with TableLease(str(a), "someone-else", 60):  # another apply holds table a
+        r = cli("apply", str(plan), "--project-dir", str(p), "--fail-fast", "--format", "json")
+        assert r.returncode == 1, r.stdout + r.stderr
+        statuses = [(x["table"], x["status"]) for x in json.loads(r.stdout)["results"]]
+        assert statuses == [("a", "error")]  # b never started
+        r = cli("apply", str(plan), "--project-dir", str(p), "--format", "json")
+        assert r.returncode == 1
+        statuses = [(x["table"], x["status"]) for x in json.loads(r.stdout)["results"]]
+        assert statuses == [("a", "error"), ("b", "success")]
+        assert "held by someone-else" in json.loads(r.stdout)["results"][0]["error"]
+    exactly_once(a, na)
+    exactly_once(b, nb)
+
+
+def test_dry_run_changes_nothing_and_metrics_are_written(tmp_path: Path) -> None:
+    a, b, p, na, nb = _two_tables(tmp_path)
+    before = sorted(x.name for x in a.rglob("*.parquet"))
+    metrics = tmp_path / "m.prom"
+    r = cli("apply", "--project-dir", str(p), "--dry-run", "--metrics", str(metrics))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(x.name for x in a.rglob("*.parquet")) == before
+    assert sum(ids(a).values()) == na
+    assert metrics.exists() and metrics.stat().st_size > 0
+    results = json.loads((p / "target" / "run_results.json").read_text())
+    assert results["dry_run"] is True and {x["status"] for x in results["results"]} == {"skipped"}
