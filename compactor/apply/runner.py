@@ -191,7 +191,6 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
                 _run_action(env, i, planned, res, state)
             if reuse_state:
                 cached = state
-            env.lease.renew()
         except StalePlanError as e:
             res.status, res.error = "stale", e.message
         except VerificationError as e:
