@@ -50,10 +50,14 @@ def recover(root: Path) -> int:
     visible = {str(entry_local_path(e["path"], root)) for lf in list_log(root / METADATA_DIR).visible_files()
                for e in read_entries(lf.path)}
     removed = 0
-    for f in entry.get("files", []):
+    files = entry.get("files", [])
+    for f in files:
         if f not in visible and os.path.exists(f):
             os.remove(f)
             removed += 1
+    if any(f in visible for f in files) and entry.get("inputs"):
+        # killed after the manifest swap: the replaced inputs still go through the grace period
+        _add_to_ledger(root, [i for i in entry["inputs"] if i not in visible])
     for s in entry.get("staging", []):
         shutil.rmtree(s, ignore_errors=True)
     j.unlink()
@@ -83,7 +87,7 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
         raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
-    journal = {"files": [], "staging": []}
+    journal = {"files": [], "staging": [], "inputs": [str(entry_local_path(p, root)) for p in action.input_paths]}
     new_entries: list[tuple[str, Path]] = []
     rows_in = rows_out = bytes_in = 0
     try:
