@@ -99,6 +99,41 @@ def read_entries(path: Path) -> list[dict]:
         return out
 
 
+_SINK_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("modificationTime", pa.int64()),
+                          ("action", pa.string())])
+_SOURCE_SCHEMA = pa.schema([("path", pa.string()), ("timestamp", pa.int64()), ("batchId", pa.int64())])
+
+
+def read_entries_table(path: Path, schema: pa.Schema) -> pa.Table:
+    """Entries of one log file as columns, parsed by pyarrow's JSON reader (millions of lines in C++)."""
+    import io
+
+    import pyarrow.json as pj
+
+    data = Path(path).read_bytes()
+    nl = data.find(b"\n")
+    header = data if nl < 0 else data[:nl]
+    if not data:
+        raise TableReadError(f"{path}: incomplete log file (empty)")
+    if not header.startswith(b"v"):
+        raise TableReadError(f"{path}: not a metadata log file (header {header[:20]!r})")
+    body = b"" if nl < 0 else data[nl + 1:]
+    if not body.strip():
+        return schema.empty_table()
+    opts = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        t = pj.read_json(io.BytesIO(body), parse_options=opts, read_options=pj.ReadOptions(block_size=1 << 24))
+    except pa.ArrowInvalid as e:
+        raise TableReadError(f"{path}: unparsable log entry: {e}") from e
+    return t.select(schema.names)
+
+
+def source_entries_table(log: MetadataLog) -> pa.Table:
+    """Visible entries of a checkpoint source log (`sources/N`): path, timestamp, batchId."""
+    parts = [read_entries_table(lf.path, _SOURCE_SCHEMA) for lf in log.visible_files()]
+    return pa.concat_tables(parts) if parts else _SOURCE_SCHEMA.empty_table()
+
+
 def entry_local_path(raw: str, base: Path) -> Path:
     """Filesystem path of a manifest entry (URIs are URL-encoded since Spark 3.5)."""
     u = urlparse(raw)
@@ -109,22 +144,25 @@ def entry_local_path(raw: str, base: Path) -> Path:
 
 
 def sink_entries_table(log: MetadataLog) -> pa.Table:
-    """Visible sink entries as columns: path (as written), size, modificationTime, batch, in_compact."""
-    paths, sizes, mtimes, batches, in_compact = [], [], [], [], []
-    seen: dict[str, int] = {}
+    """Visible sink entries as columns: raw_path (as written), size_bytes, modification_time, batch,
+    in_compact, action. A path listed twice is kept once (first listing wins)."""
+    tables = []
     for lf in log.visible_files():
-        for e in read_entries(lf.path):
-            if e.get("action", "add") != "add":
-                continue  # "delete" entries are ignored by Spark since 3.1 (never written by us)
-            p = e["path"]
-            if p in seen:
-                continue
-            seen[p] = len(paths)
-            paths.append(p)
-            sizes.append(int(e.get("size", 0)))
-            mtimes.append(int(e.get("modificationTime", 0)))
-            batches.append(lf.batch)
-            in_compact.append(lf.compact)
-    return pa.table({"raw_path": pa.array(paths, pa.string()), "size_bytes": pa.array(sizes, pa.int64()),
-                     "modification_time": pa.array(mtimes, pa.int64()), "batch": pa.array(batches, pa.int64()),
-                     "in_compact": pa.array(in_compact, pa.bool_())})
+        t = read_entries_table(lf.path, _SINK_SCHEMA)
+        n = t.num_rows
+        tables.append(pa.table({"raw_path": t.column("path"), "size_bytes": t.column("size").fill_null(0),
+                                "modification_time": t.column("modificationTime").fill_null(0),
+                                "batch": pa.array([lf.batch] * n, pa.int64()),
+                                "in_compact": pa.array([lf.compact] * n, pa.bool_()),
+                                "action": t.column("action").fill_null("add")}))
+    if not tables:
+        return pa.table({"raw_path": pa.array([], pa.string()), "size_bytes": pa.array([], pa.int64()),
+                         "modification_time": pa.array([], pa.int64()), "batch": pa.array([], pa.int64()),
+                         "in_compact": pa.array([], pa.bool_()), "action": pa.array([], pa.string())})
+    t = pa.concat_tables(tables)
+    seen: set[str] = set()
+    keep = []
+    for p in t.column("raw_path").to_pylist():
+        keep.append(p not in seen)
+        seen.add(p)
+    return t.filter(pa.array(keep, pa.bool_()))

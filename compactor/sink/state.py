@@ -8,6 +8,7 @@ from typing import Mapping
 from urllib.parse import unquote
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from compactor.errors import TableReadError
 from compactor.sink.log import entry_local_path, list_log, sink_entries_table
@@ -61,7 +62,9 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None)
         extra={"latest_batch": log.latest_batch, "compact_interval": log.compact_interval(),
                "latest_compact": lc.path.name if lc else None, "compact_file_bytes": lc.size if lc else 0,
                "compact_entries": int(sum(entries.column("in_compact").to_pylist())),
-               "newest_log_mtime_ms": log.newest_mtime_ms, "log_files": len(log.files)},
+               "newest_log_mtime_ms": log.newest_mtime_ms, "log_files": len(log.files),
+               # Spark >= 3.1 ignores the action: a "delete" entry is read as one more listed file
+               "delete_entries": int(pa.compute.sum(pa.compute.equal(entries.column("action"), "delete")).as_py() or 0)},
     )
 
 
