@@ -1,4 +1,4 @@
-"""Guards against delta-rs 1.6's duplicate-compaction hazard (see docs/safety.md).
+"""Guards against delta-rs 1.6's duplicate-compaction hazard (README, "Safety model").
 
 delta-rs lets two dataChange=false commits remove the same files, so two compactions of the same files
 both commit and every row appears twice. compactor (1) holds a table lease, (2) re-checks right before
