@@ -1,0 +1,50 @@
+"""`compactor inspect PATH`: health report of a Delta table, a file-sink output or a checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from compactor.cli import exit_codes
+from compactor.cli.common import debug_option, echo_json, handle_errors
+
+
+def _policy_settings(project_dir: Path, table: str) -> dict:
+    from compactor.errors import UsageError
+    from compactor.policy.compile import compile_project
+    from compactor.api import ProjectOptions
+
+    compiled = compile_project(ProjectOptions(project_dir=project_dir))
+    pol = next((p for p in compiled.all_policies if p.name == table), None)
+    if pol is None:
+        raise UsageError(f"table {table!r} is not declared in {project_dir}")
+    s = pol.sink
+    out = {"min_file_size": pol.compaction.min_file_size}
+    if s is not None:
+        out.update(compact_interval=s.compact_interval, min_batches_to_retain=s.min_batches_to_retain,
+                   retention=s.retention)
+    return out
+
+
+@click.command("inspect")
+@click.argument("path")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--policy-project", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Project directory whose policy for --table the report compares against.")
+@click.option("--table", default=None, help="Table name in --policy-project.")
+@debug_option
+@handle_errors
+def command(path, fmt, policy_project, table, debug) -> int:
+    """Health report: files and size histogram per partition, small-file share, manifest/log growth."""
+    from compactor.inspect import inspect_path
+
+    policy = _policy_settings(policy_project, table) if policy_project and table else None
+    report = inspect_path(path, policy=policy)
+    if fmt == "json":
+        echo_json(report.to_dict())
+    else:
+        from compactor.output.inspect_text import render_inspect_text
+
+        click.echo(render_inspect_text(report))
+    return exit_codes.OK

@@ -1,0 +1,40 @@
+"""Text rendering of an InspectReport (histogram bars per partition)."""
+
+from __future__ import annotations
+
+from compactor.inspect import BUCKET_LABELS, InspectReport
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
+    lines = [f"{r.path}  ({r.kind})"]
+    if r.kind != "checkpoint":
+        lines.append(f"files: {r.file_count}  size: {_size(r.total_bytes)}  small (<{_size(r.small_file_threshold)}): "
+                     f"{r.small_files} ({r.small_file_share:.0%})")
+        for p in r.partitions:
+            lines.append(f"\n  {p.partition}: {p.files} file(s), {_size(p.bytes)}")
+            peak = max(p.histogram.values()) or 1
+            for label in BUCKET_LABELS:
+                n = p.histogram[label]
+                if n:
+                    lines.append(f"    {label:>10} {'#' * max(1, round(n / peak * width)):<{width}} {n}")
+    for lh in r.logs:
+        growth = "n/a" if lh.growth_bytes_per_batch is None else f"{_size(lh.growth_bytes_per_batch)}/batch"
+        lines += [f"\nlog {lh.directory}",
+                  f"  batches: latest {lh.latest_batch}, {lh.log_files} log file(s), {lh.retained_batch_files} plain "
+                  f"batch file(s) retained",
+                  f"  compact interval (derived): {lh.compact_interval}"
+                  + (f" (policy: {r.policy['compact_interval']})" if r.policy.get("compact_interval") else ""),
+                  f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
+                  f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
+    if r.recommendations:
+        lines.append("\nrecommendations:")
+        lines += [f"  - {x}" for x in r.recommendations]
+    return "\n".join(lines)
