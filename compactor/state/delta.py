@@ -71,10 +71,15 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         cols[name] = (actions.column(name).cast(pa.string()) if name in actions.column_names
                       else pa.nulls(actions.num_rows, pa.string()))
     files = pa.table(cols)
+    dv_enabled = "deletionVectors" in (proto.reader_features or ())
     return TableState(
         uri=uri, format="delta", version=v, partition_columns=parts, files=files,
         properties=dict(meta.configuration or {}),
         protocol=Protocol(proto.min_reader_version, proto.min_writer_version,
                           tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
         schema_json=schema_json,
+        # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
+        # materialising every DV, so only the certain answer is given: no feature, no DVs.
+        extra={"has_deletion_vectors": False if not dv_enabled else None,
+               "deletion_vectors_enabled": dv_enabled},
     )

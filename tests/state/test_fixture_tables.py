@@ -65,3 +65,11 @@ def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     with pytest.raises(TableReadError, match="not a Delta table"):
         read_delta_state(str(tmp_path / "plain"))
+
+
+def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
+    with_dvs = read_delta_state(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"))
+    assert with_dvs.extra["deletion_vectors_enabled"] is True
+    assert with_dvs.extra["has_deletion_vectors"] is None  # enabled: unknown without reading every DV
+    plain = read_delta_state(str(fixtures_dir / "delta-rs" / "simple_table"))
+    assert plain.extra == {"has_deletion_vectors": False, "deletion_vectors_enabled": False}
