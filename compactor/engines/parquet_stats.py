@@ -13,13 +13,18 @@ import pyarrow.parquet as pq
 MAX_STRING_STAT = 32  # Delta truncates string stats too (dataSkippingStringPrefixLength)
 
 
-def _json_value(value: Any, typ: pa.DataType) -> Any:
+def _json_value(value: Any, typ: pa.DataType, upper: bool = False) -> Any:
     if value is None:
         return None
     if pa.types.is_timestamp(typ):
         if isinstance(value, dt.datetime):
             if value.tzinfo is not None:
                 value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            # Delta writers (delta-spark, delta-rs) keep milliseconds; a max cut down to the
+            # millisecond would be below the real max and let readers skip a matching file, so it
+            # is rounded up instead
+            if upper and value.microsecond % 1000:
+                value += dt.timedelta(microseconds=1000 - value.microsecond % 1000)
             return value.isoformat(timespec="milliseconds") + "Z"
         return None
     if pa.types.is_date(typ):
@@ -61,7 +66,7 @@ def footer_stats(path: str, filesystem: Any = None) -> tuple[int, str]:
         nulls[field.name] = n_null
         if not exact:
             continue
-        jl, jh = _json_value(lo, field.type), _json_value(hi, field.type)
+        jl, jh = _json_value(lo, field.type), _json_value(hi, field.type, upper=True)
         if isinstance(jl, str) and pa.types.is_string(field.type):
             if len(jl) > MAX_STRING_STAT:
                 jl = jl[:MAX_STRING_STAT]
