@@ -71,8 +71,8 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
     recover(root)
     if action.type == "sink_delete_replaced":
         return _delete_replaced(root, action, ctx)
-    if action.type != "sink_compact":
-        raise ApplyError(f"{action.type} is not supported for file sinks in this version")
+    if action.type not in ("sink_compact", "sink_prune"):
+        raise ApplyError(f"{action.type} is not an action for file sinks")
     sink = _sink_from(dict(action.params))
     state = read_sink_state(str(root))
     guard = writer_guard(sink, state, dt.datetime.now(dt.timezone.utc)) or readers_guard(sink)
@@ -87,6 +87,8 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
         raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
+    if action.type == "sink_prune":
+        return _prune(root, action, state)
     journal = {"files": [], "staging": [], "inputs": [str(entry_local_path(p, root)) for p in action.input_paths]}
     new_entries: list[tuple[str, Path]] = []
     rows_in = rows_out = bytes_in = 0
@@ -211,3 +213,14 @@ def _delete_replaced(root: Path, action: Action, ctx: ActionContext) -> ActionOu
         entries = [e for e in json.loads(path.read_text()) if e["file"] not in set(deleted) | (due - set(kept))]
         path.write_text(json.dumps(entries))
     return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})
+
+
+def _prune(root: Path, action: Action, state: Any) -> ActionOutcome:
+    """Drop the planned entries from the latest .compact (same atomic replace); their data files go to the
+    ledger only when the policy asked to delete them."""
+    lc_name = action.params["latest_compact"]
+    _replace_compact(root / METADATA_DIR / lc_name, set(action.input_paths), [], state.extra.get("latest_batch"))
+    if action.params.get("delete_files"):
+        _add_to_ledger(root, [str(entry_local_path(p, root)) for p in action.input_paths])
+    return ActionOutcome(files_removed=len(action.input_paths), version_before=state.version,
+                         version_after=state.version, details={"manifest": lc_name, "pruned": len(action.input_paths)})

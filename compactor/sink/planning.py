@@ -6,6 +6,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Action, Precondition, Skip, TablePlan
 from compactor.policy.model import Sink, TablePolicy
@@ -65,16 +68,43 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
         skips.append(Skip(reason, None, {"latest_batch": state.extra.get("latest_batch")}, guard))
     elif not state.extra.get("latest_compact"):
         skips.append(Skip("already_compact", None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
-    elif policy.compaction.enabled:
-        acts, sk = plan_partitions(state.files, state.partition_columns, policy.compaction, now=now,
-                                   bin_model="delta-spark", version=state.version, action_type="sink_compact",
-                                   eligible=state.files.column("in_compact"))
-        params = sink_params(policy, state)
-        actions += [Action(**{**a.__dict__, "params": {**a.params, **params},
-                              "reason": a.reason + " (files listed in the latest .compact only)"}) for a in acts]
-        skips += sk
+    else:
+        eligible = state.files.column("in_compact")
+        prune = _prune_action(policy, state, now)
+        if prune is not None:
+            actions.append(prune)
+            pruned = pa.array([p in set(prune.input_paths) for p in state.files.column("path").to_pylist()])
+            eligible = pc.and_(eligible, pc.invert(pruned))  # never compact what is being pruned
+        if policy.compaction.enabled:
+            acts, sk = plan_partitions(state.files, state.partition_columns, policy.compaction, now=now,
+                                       bin_model="delta-spark", version=state.version, action_type="sink_compact",
+                                       eligible=eligible)
+            params = sink_params(policy, state)
+            actions += [Action(**{**a.__dict__, "params": {**a.params, **params},
+                                  "reason": a.reason + " (files listed in the latest .compact only)"}) for a in acts]
+            skips += sk
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type == "sink_compact")
     return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+
+
+def _prune_action(policy: TablePolicy, state: TableState, now: dt.datetime) -> Action | None:
+    """Offline manifest retention: drop entries of the latest .compact older than sink.retention."""
+    sink = policy.sink or Sink()
+    if not (sink.prune and sink.retention):
+        return None
+    horizon_ms = int((now.timestamp() - sink.retention) * 1000)
+    f = state.files
+    old = pc.and_(f.column("in_compact"), pc.less(f.column("modification_time"), horizon_ms))
+    paths = tuple(f.filter(old).column("path").to_pylist())
+    if not paths:
+        return None
+    size = int(pc.sum(f.filter(old).column("size_bytes")).as_py() or 0)
+    return Action("sink_prune", input_files=len(paths), input_bytes=size, bins=(paths,),
+                  precondition=Precondition.of(state.version, paths),
+                  params={**sink_params(policy, state), "retention": sink.retention, "horizon_ms": horizon_ms,
+                          "delete_files": sink.prune_delete_files},
+                  reason=f"drop {len(paths)} manifest entries older than the {sink.retention}s retention"
+                         + (" (data files deleted after the grace period)" if sink.prune_delete_files else ""))
 
 
 def _due_deletions(root: Path, sink: Sink, now: dt.datetime) -> list[str]:

@@ -47,3 +47,29 @@ def sink_plan(out: Path, *, engine: str = "spark", quiet_period: int = 0, grace_
     state = read_sink_state(str(out))
     return build_plan([policy], {"sink": state}, now=now or dt.datetime.now(dt.timezone.utc),
                       target=Target(engine=engine), project_name="sink-tests")
+
+
+def make_manual_sink(root: Path, batches: int = 7, interval: int = 3, old_batches: int = 0) -> None:
+    """A file-sink output in Spark's exact layout (one parquet per partition per batch, logs 0..N), without
+    Spark: for planner/prune tests. Entries of the first ``old_batches`` batches have an ancient mtime."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    meta = root / "_spark_metadata"
+    meta.mkdir(parents=True)
+    listed: list[str] = []
+    now = int(time.time() * 1000)
+    for b in range(batches):
+        new = []
+        for part in (0, 1):
+            f = root / f"part={part}" / f"part-{b:05d}-{part}.c000.snappy.parquet"
+            f.parent.mkdir(exist_ok=True)
+            pq.write_table(pa.table({"id": [b * 10 + part * 5 + i for i in range(5)]}), f)
+            new.append(json.dumps({"path": f.as_uri(), "size": f.stat().st_size, "isDir": False,
+                                   "modificationTime": 1 if b < old_batches else now, "blockReplication": 1,
+                                   "blockSize": 1, "action": "add"}))
+        listed += new
+        compact = (b + 1) % interval == 0
+        (meta / (f"{b}.compact" if compact else str(b))).write_text("v1\n" + "\n".join(listed if compact else new))
