@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TextIO
 
 from compactor.errors import PlanError
 from compactor.planning.plan import SCHEMA_VERSION, Plan, plan_from_dict, plan_to_dict
@@ -16,9 +17,32 @@ def write_plan(plan: Plan, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(plan_to_dict(plan), f, separators=(",", ":"))
+        _write_compact_json(plan_to_dict(plan), f)
     os.replace(tmp, path)
     return path
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _write_compact_json(data: dict, f: TextIO) -> None:
+    """Same document as json.dump, action by action: json.dump streams through the pure-Python
+    encoder (10x slower on a million paths), one json.dumps of everything holds the whole text."""
+    tables = data["tables"]
+    f.write('{"tables":[')
+    for ti, table in enumerate(tables):
+        if ti:
+            f.write(",")
+        f.write('{"actions":[')
+        for ai, action in enumerate(table["actions"]):
+            if ai:
+                f.write(",")
+            f.write(_dumps(action))
+        rest = _dumps({k: v for k, v in table.items() if k != "actions"})
+        f.write("]," + rest[1:] if rest != "{}" else "]}")
+    rest = _dumps({k: v for k, v in data.items() if k != "tables"})
+    f.write("]," + rest[1:] if rest != "{}" else "]}")
 
 
 def validate_plan_dict(data: object) -> None:
