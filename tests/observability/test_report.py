@@ -62,3 +62,32 @@ def test_report_before_and_after_apply_in_a_browser(tmp_path: Path) -> None:
     assert 'data-marker="target"' in dom
     pngs = sorted(p.name for p in (tmp_path / "png").glob("*.png"))
     assert "events-size-histogram.png" in pngs and len(pngs) >= 4
+
+
+@pytest.mark.spark
+def test_report_draws_sink_manifest_and_checkpoint_growth(spark, tmp_path: Path) -> None:
+    from compactor.output.report.build import TableReport, _table_section, collect_report
+
+    from tests.sink.helpers import add_input, run_query
+
+    src, out, cp = tmp_path / "in", tmp_path / "lake" / "clicks", tmp_path / "lake" / "cp"
+    for b in range(5):
+        add_input(src, b)
+    run_query(spark, src, out, cp)
+    proj = tmp_path / "proj"
+    (proj / "policies").mkdir(parents=True)
+    (proj / "compactor.yml").write_text("name: p\n")
+    (proj / "policies" / "s.yml").write_text(
+        f"version: 1\ntables:\n  - name: clicks\n    path: {out}\n    format: spark_file_sink\n"
+        f"    sink: {{checkpoint: {cp}, downstream_streaming_readers: none, quiet_period: 0m}}\n")
+    (rep,) = collect_report(ProjectOptions(project_dir=proj))
+    # the writer (minBatchesToRetain 2, cleanupDelay 0) deleted batches 0 and 1 after compacting at 2
+    assert [(b, c) for b, _, _, c in rep.manifest] == [(2, True), (3, False), (4, False)]
+    compact, b3, b4 = rep.manifest
+    assert compact[2] == 3 * b3[2] and b3[2] == b4[2] == 2  # 2.compact lists batches 0-2, 2 partitions each
+    assert compact[1] > b3[1]
+    assert [b for b, *_ in rep.checkpoint_sources["0"]][-1] == 4  # the file source's log, up to batch 4
+    html = _table_section(rep)
+    for chart in ("manifest-bytes", "manifest-entries", "checkpoint-source-0-entries"):
+        assert f'data-chart="{chart}"' in html
+    assert html.count('data-planned="true"') >= 2  # the .compact files are highlighted in both manifest charts
