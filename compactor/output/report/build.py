@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compactor.output.report.logs import LogBatch, checkpoint_source_logs, read_log_batches
 from compactor.output.report.svg import bar_chart
 from compactor.units import format_size
 
@@ -40,9 +39,6 @@ class TableReport:
     #: sink outputs: per metadata log file (batch, bytes, entries, is_compact), and per checkpoint source
     manifest: list[tuple[int, int, int, bool]] = field(default_factory=list)
     checkpoint_sources: dict[str, list[tuple[int, int, int, bool]]] = field(default_factory=dict)
-    #: sink outputs: the newest batches of `_spark_metadata`; checkpoints: per file source, its log batches
-    manifest: list[LogBatch] = field(default_factory=list)
-    checkpoint_logs: dict[str, list[LogBatch]] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -94,8 +90,6 @@ def collect_report(options: "ProjectOptions", plan: "Plan | None" = None, histor
                 sources = Path(p.sink.checkpoint) / "sources"
                 for d in sorted(sources.iterdir()) if sources.is_dir() else []:
                     rep.checkpoint_sources[d.name] = _log_growth(d)
-        if p.format == "spark_file_sink":
-            _collect_logs(rep, p)
         mine = [r for r in runs if any(x.table == p.name for x in r.results)]
         for r in mine:
             res = [x for x in r.results if x.table == p.name]
@@ -149,29 +143,6 @@ def _log_charts(chart: str, title: str, rows: list[tuple[int, int, int, bool]]) 
                         [("entries", [r[2] for r in rows], BLUE)], highlight=[r[3] for r in rows]))
 
 
-def _collect_logs(rep: TableReport, policy: Any) -> None:
-    from compactor.errors import CompactorError
-
-    try:
-        rep.manifest = read_log_batches(Path(policy.path) / "_spark_metadata")
-        checkpoint = policy.sink.checkpoint if policy.sink else None
-        if checkpoint:
-            rep.checkpoint_logs = checkpoint_source_logs(Path(checkpoint))
-    except (CompactorError, OSError) as e:  # a log we cannot list is reported, the rest of the page still renders
-        rep.error = f"metadata log: {e}"
-
-
-def _log_charts(chart: str, title: str, batches: list[LogBatch]) -> list[str]:
-    labels = [f"{b.batch}{'.compact' if b.compact else ''}" for b in batches]
-    compact = [b.compact for b in batches]
-    return [bar_chart(f"{chart}-size", f"{title}: bytes per log batch (orange = .compact)", labels,
-                      [("bytes", [b.size_bytes for b in batches], BLUE)], highlight=compact,
-                      highlight_attr="compact", y_label="bytes"),
-            bar_chart(f"{chart}-entries", f"{title}: entries per log batch (orange = .compact)", labels,
-                      [("entries", [b.entries for b in batches], BLUE)], highlight=compact,
-                      highlight_attr="compact", y_label="entries")]
-
-
 def _table_section(t: TableReport) -> str:
     esc = html.escape
     parts = [f'<section class="table" data-table="{esc(t.name)}"><h2>{esc(t.name)} <small>{esc(t.format)} · '
@@ -208,14 +179,8 @@ def _table_section(t: TableReport) -> str:
         parts.append(bar_chart("trend-bytes", "Per apply run: bytes rewritten", runs,
                                [("bytes rewritten", [r[3] for r in t.trend], ORANGE)]))
         if any(r[4] is not None for r in t.trend):
-            parts.append(bar_chart("trend-file-count", "After each apply: live files", runs,
-                                   [("files", [r[4] or 0 for r in t.trend], BLUE)]))
             parts.append(bar_chart("trend-mean-size", "After each apply: mean file size", runs,
                                    [("mean size", [r[5] or 0 for r in t.trend], BLUE)]))
-    if t.manifest:
-        parts += _log_charts("sink-manifest", "Sink manifest (_spark_metadata)", t.manifest)
-    for name, batches in t.checkpoint_logs.items():
-        parts += _log_charts(f"checkpoint-{name.replace('/', '-')}", f"Checkpoint {name}", batches)
     return "".join(parts) + "</section>"
 
 
