@@ -33,7 +33,7 @@ def test_footer_stats_follow_delta_rules(tmp_path: Path) -> None:
     assert stats["minValues"]["ts"] == "2024-01-01T11:00:00.999Z"
     assert stats["maxValues"]["ts"] == "2024-01-01T12:00:00.500Z"
     # a max string longer than the prefix limit would be wrong when cut: it is left out
-    assert stats["minValues"]["s"] == "a" and "s" not in stats["maxValues"]
+    assert "s" not in stats["minValues"] and "s" not in stats["maxValues"]
     assert "blob" not in stats["minValues"] and "nested" not in stats["minValues"]
 
 
