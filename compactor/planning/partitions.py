@@ -174,9 +174,13 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         start = end
         values = all_values[k]
         if c.strategy == "bin_pack":
-            usable = list(range(len(p_sizes))) if p_elig is None else [i for i, e in enumerate(p_elig) if e]
-            u_sizes = [p_sizes[i] for i in usable]
-            bins = [[usable[i] for i in b] for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size)]
+            if p_elig is None:  # every file eligible: bin indices are already partition indices
+                bins = plan_bins(bin_model, p_sizes, c.target_file_size, c.min_file_size)
+            else:
+                usable = [i for i, e in enumerate(p_elig) if e]
+                u_sizes = [p_sizes[i] for i in usable]
+                bins = [[usable[i] for i in b]
+                        for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size)]
             if not bins:
                 skip(k, "already_compact", "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue

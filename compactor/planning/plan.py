@@ -44,7 +44,8 @@ SKIP_REASONS = (
 
 def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
     # in the given order (bin order): sorting a million paths costs more than the rest of the digest
-    return "sha256:" + hashlib.sha256("".join(p + "\n" for p in paths).encode()).hexdigest()
+    # one join, then the newline terminating the last path: the same bytes as p + "\n" for each path
+    return "sha256:" + hashlib.sha256(("\n".join(paths) + "\n").encode() if paths else b"").hexdigest()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,61 @@
+"""Plan files: round trip, a stable digest, and clear errors for bad files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from compactor.errors import PlanError
+from compactor.planning.build import build_plan
+from compactor.planning.io import load_plan, write_plan
+from compactor.planning.plan import digest_paths, plan_to_dict
+from compactor.policy.model import Compaction, TablePolicy
+from compactor.project.model import Target
+from compactor.state.model import TableState, files_table
+
+
+def _plan():
+    rows = [{"path": f"d={d}/f{i}-\"quoted\"-é.parquet", "size_bytes": 1000 + i, "modification_time": 0,
+             "num_records": 10, "partition.d": str(d)} for d in range(3) for i in range(6)]
+    state = TableState(uri="/t", format="delta", version=7, partition_columns=("d",),
+                       files=files_table(rows, ["d"]))
+    policy = TablePolicy(name="t", path="/t", compaction=Compaction(target_file_size=10_000))
+    return build_plan([policy], {"t": state}, now=dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc),
+                      target=Target(), project_name="p")
+
+
+def test_digest_is_sha256_of_newline_terminated_paths() -> None:
+    paths = ["a/b.parquet", "c=é/d.parquet"]
+    assert digest_paths(paths) == "sha256:" + hashlib.sha256(b"a/b.parquet\nc=\xc3\xa9/d.parquet\n").hexdigest()
+    assert digest_paths([]) == "sha256:" + hashlib.sha256(b"").hexdigest()
+    assert digest_paths(["a", "b"]) != digest_paths(["b", "a"])
+
+
+def test_write_then_load_is_the_same_plan(tmp_path: Path) -> None:
+    plan = _plan()
+    assert len(plan.tables[0].actions) == 3
+    out = write_plan(plan, tmp_path / "sub" / "plan.json")
+    assert json.loads(out.read_text()) == json.loads(json.dumps(plan_to_dict(plan)))
+    assert load_plan(out) == plan
+    assert not list((tmp_path / "sub").glob(".*.tmp"))  # written via a temp file, then renamed
+
+
+def test_bad_plan_files_raise_plan_errors(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="not found"):
+        load_plan(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(PlanError, match="not valid JSON"):
+        load_plan(bad)
+    data = plan_to_dict(_plan())
+    bad.write_text(json.dumps({**data, "schema_version": 999}))
+    with pytest.raises(PlanError, match="schema_version"):
+        load_plan(bad)
+    data["tables"][0]["actions"][0]["input_files"] = "many"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match="plan.schema.json at tables/0/actions/0/input_files"):
+        load_plan(bad)
