@@ -44,10 +44,21 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None)
         raise TableReadError(f"{path}: the sink log has no batches yet")
     entries = sink_entries_table(log)
     raw = entries.column("raw_path").to_pylist()
-    locals_ = [entry_local_path(r, root) for r in raw]
-    parts = [_partition_values(p, root) for p in locals_]
-    cols = sorted({k for pv in parts for k in pv}, key=lambda k: min(
-        (str(lp).find(f"/{k}=") for lp in locals_ if f"/{k}=" in str(lp)), default=0))
+    # partition values depend only on the parent directory: resolve each distinct one once (millions of
+    # entries share a few thousand directories)
+    by_parent: dict[str, dict[str, str | None]] = {}
+    parts = []
+    for r in raw:
+        parent = r.rsplit("/", 1)[0]
+        pv = by_parent.get(parent)
+        if pv is None:
+            pv = by_parent[parent] = _partition_values(entry_local_path(r, root), root)
+        parts.append(pv)
+    order: dict[str, int] = {}
+    for pv in by_parent.values():
+        for i, k in enumerate(pv):
+            order.setdefault(k, i)
+    cols = sorted(order, key=lambda k: order[k])
     files = pa.table({
         "path": entries.column("raw_path"),
         "size_bytes": entries.column("size_bytes"),
