@@ -58,6 +58,13 @@ def clear_journal(uri: str, name: str) -> None:
         pass
 
 
+def pending_journals(uri: str) -> list[str]:
+    """Names of rewrite journals left by runs that neither committed nor cleaned up (killed runs)."""
+    fs, base = table_fs(uri)
+    sel = pafs.FileSelector(f"{base}/{JOURNAL_DIR}", allow_not_found=True)
+    return sorted(i.base_name.removesuffix(".json") for i in fs.get_file_info(sel) if i.path.endswith(".json"))
+
+
 def delete_quietly(fs: pafs.FileSystem, path: str) -> None:
     try:
         info = fs.get_file_info(path)
