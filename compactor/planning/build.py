@@ -146,8 +146,13 @@ def resolve_path(path: str, root: Path) -> str:
     return str((root / path).resolve())
 
 
-def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options: Mapping[str, str]) -> list[TablePolicy]:
-    """Resolve relative paths against the project root and expand `discover` entries into tables."""
+def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options: Mapping[str, str],
+                    errors: dict[str, Exception] | None = None) -> list[TablePolicy]:
+    """Resolve relative paths against the project root and expand `discover` entries into tables.
+
+    A discover that fails (missing root, object store) keeps its policy, unexpanded, and records the
+    error in `errors` under the policy's name, so one bad root never stops the other tables; without
+    `errors` the error is raised."""
     from dataclasses import replace
 
     from compactor.state.discover import discover_tables
@@ -156,7 +161,15 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
     for p in policies:
         if p.discover is not None:
             base = resolve_path(p.discover.root, root)
-            for rel in discover_tables(base, p.discover.include, p.discover.exclude, p.format):
+            try:
+                found = discover_tables(base, p.discover.include, p.discover.exclude, storage_options, fmt=p.format)
+            except CompactorError as e:
+                if errors is None:
+                    raise
+                errors[p.name] = e
+                out.append(replace(p, path=base))
+                continue
+            for rel in found:
                 out.append(replace(p, name=f"{p.name}/{rel}", path=f"{base.rstrip('/')}/{rel}", discover=None))
         elif p.path is not None:
             out.append(replace(p, path=resolve_path(p.path, root)))
@@ -215,9 +228,11 @@ def plan_project(options: "ProjectOptions", *, now: dt.datetime | None = None, o
 
     compiled = compile_project(options)
     now = now or dt.datetime.now(dt.timezone.utc)
-    policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options)
-    states: dict[str, TableState | Exception] = {}
-    to_read = [p for p in policies if p.enabled]
+    discover_errors: dict[str, Exception] = {}
+    policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
+                               discover_errors)
+    states: dict[str, TableState | Exception] = dict(discover_errors)
+    to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
         futures = {p.name: pool.submit(read_state, p, compiled.target) for p in to_read}
         for i, (name, fut) in enumerate(futures.items(), 1):

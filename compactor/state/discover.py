@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from compactor.errors import TableReadError
 from compactor.state.delta import is_uri
@@ -14,8 +14,10 @@ MARKERS = {"delta": "_delta_log", "spark_file_sink": "_spark_metadata"}
 
 
 def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequence[str] = (),
-                    fmt: str = "delta") -> list[str]:
-    """Relative paths (posix) of tables below root, filtered by include/exclude globs."""
+                    storage_options: Mapping[str, str] | None = None, *, fmt: str = "delta") -> list[str]:
+    """Relative paths (posix) of tables below root, filtered by include/exclude globs.
+
+    storage_options are accepted for object stores, which are not listed yet (a clear error says so)."""
     if is_uri(root):
         raise TableReadError(f"discover on object stores is not supported yet: {root}",
                              hint="list the tables with `path:` instead")

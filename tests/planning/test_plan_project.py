@@ -47,3 +47,20 @@ def test_discover_relative_paths_and_unreadable_tables(tmp_path: Path) -> None:
     # selection applies before reading anything
     only = plan(ProjectOptions(project_dir=p, select=("scratch",)))
     assert [t.name for t in only.tables] == ["scratch"]
+
+
+def test_missing_discover_root_is_a_table_error_not_a_failed_plan(tmp_path: Path) -> None:
+    lake = tmp_path / "proj" / "lake"
+    make_table(lake / "t", partitions=1, appends=3)
+    p = _project(tmp_path / "proj", """
+  - name: nothing_here
+    discover: {root: no_such_dir}
+  - name: t
+    path: lake/t
+    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}
+""")
+    result = plan(ProjectOptions(project_dir=p), now=dt.datetime.now(dt.timezone.utc))
+    by_name = {t.name: t for t in result.tables}
+    assert "discover root does not exist" in by_name["nothing_here"].error
+    assert by_name["nothing_here"].path.endswith("no_such_dir")
+    assert len(by_name["t"].actions) == 1 and result.totals.errors == 1
