@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from compactor.apply.results import RunResults
@@ -15,8 +16,10 @@ def record_run(target_dir: Path, results: RunResults) -> Path:
     """Write one run; file names sort by time (run ids start with a UTC timestamp)."""
     d = Path(target_dir) / HISTORY_DIR
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{results.run_id}.json"
-    tmp = d / f".{results.run_id}.json.tmp"
+    # the id is data, not a path: a "/" or ".." in it must not place the file outside history/
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", results.run_id).lstrip(".") or "run"
+    path = d / f"{name}.json"
+    tmp = d / f".{name}.json.tmp"
     tmp.write_text(json.dumps(results.to_dict(), indent=1, default=str))
     os.replace(tmp, path)
     return path

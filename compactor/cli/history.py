@@ -10,7 +10,7 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @click.command("history")
 @project_options
 @click.option("--table", default=None, help="Only runs that touched this table.")
-@click.option("--last", type=int, default=20, show_default=True, help="How many runs.")
+@click.option("--last", type=click.IntRange(min=1), default=20, show_default=True, help="How many runs.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @debug_option
 @handle_errors
