@@ -179,6 +179,8 @@ def _table_section(t: TableReport) -> str:
         parts.append(bar_chart("trend-bytes", "Per apply run: bytes rewritten", runs,
                                [("bytes rewritten", [r[3] for r in t.trend], ORANGE)]))
         if any(r[4] is not None for r in t.trend):
+            parts.append(bar_chart("trend-file-count", "After each apply: live files", runs,
+                                   [("files", [r[4] or 0 for r in t.trend], BLUE)]))
             parts.append(bar_chart("trend-mean-size", "After each apply: mean file size", runs,
                                    [("mean size", [r[5] or 0 for r in t.trend], BLUE)]))
     return "".join(parts) + "</section>"
