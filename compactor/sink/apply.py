@@ -182,6 +182,10 @@ def _replace_compact(compact: Path, replaced: set[str], new: list[tuple[str, Pat
     if list_log(compact.parent).latest_batch != latest_batch:
         tmp.unlink()
         raise StalePlanError("the sink wrote a new batch during compaction; nothing was changed")
+    # keep the manifest's mtime: the writer guard reads log mtimes as writer activity, and our own swap
+    # must not look like a running query (it would refuse the next action of this very run)
+    st = compact.stat()
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(tmp, compact)
     (compact.parent / f".{compact.name}.crc").unlink(missing_ok=True)
 
