@@ -85,6 +85,12 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
     missing = [p for p in action.input_paths if not listed.get(p)]
     if missing:
         raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
+    outside = [p for p in action.input_paths if not _is_under(entry_local_path(p, root), root)]
+    if outside:
+        # e.g. a copied or moved sink whose log still names the original location: rewriting (and later
+        # deleting) those files would touch another directory's data
+        raise ApplyError(f"{len(outside)} manifest entr(ies) lie outside {root} (e.g. {outside[0]}); "
+                         "refusing to rewrite files of another location")
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
     if action.type == "sink_prune":
@@ -122,6 +128,10 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
                          bytes_added=sum(f.stat().st_size for _, f in new_entries), rows_removed=rows_in,
                          rows_added=rows_out, version_before=state.version, version_after=state.version,
                          details={"manifest": lc_name})
+
+
+def _is_under(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def _write_journal(root: Path, journal: dict) -> None:
