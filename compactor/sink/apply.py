@@ -225,7 +225,9 @@ def _delete_replaced(root: Path, action: Action, ctx: ActionContext) -> ActionOu
     path = root / LEDGER
     if not ctx.dry_run and path.is_file():
         entries = [e for e in json.loads(path.read_text()) if e["file"] not in set(deleted) | (due - set(kept))]
-        path.write_text(json.dumps(entries))
+        tmp = path.with_suffix(".tmp")  # a kill mid-write must not truncate the ledger
+        tmp.write_text(json.dumps(entries))
+        os.replace(tmp, path)
     return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})
 
 
