@@ -191,11 +191,7 @@ class SparkEngine:
             delta_commit.commit_rewrite(uri, self.storage_options, removed=removed, added=added,
                                         partition_columns=pcols, commit_metadata=ctx.commit_metadata)
         except BaseException:
-            for f in added:
-                delta_commit.delete_quietly(fs, f"{base}/{f.path}")
-            for s in staging_dirs:
-                delta_commit.delete_quietly(fs, f"{base}/{s}")
-            delta_commit.clear_journal(uri, journal)
+            self._discard_uncommitted(uri, journal, [f.path for f in added], staging_dirs)
             raise
         delta_commit.clear_journal(uri, journal)
         own = delta_guard.find_own_commit(uri, self.storage_options, read_version, marker)
@@ -214,6 +210,26 @@ class SparkEngine:
         if outcome.rows_added is None:
             outcome.rows_added = sum(stats_records(a) or 0 for a in own.adds.values())
         return outcome
+
+    def _discard_uncommitted(self, uri: str, journal: str, files: Sequence[str], staging_dirs: Sequence[str]) -> None:
+        """Delete what a failed rewrite wrote - unless the commit landed after all (an interrupt inside
+        the commit call): files the log references are never deleted. If the log cannot be read, the
+        journal stays and the next run's clean_journals decides."""
+        from deltalake import DeltaTable
+
+        fs, base = table_fs(uri)
+        try:
+            live = set(pa.table(DeltaTable(uri, storage_options=self.storage_options or None)
+                                .get_add_actions(flatten=True)).column("path").to_pylist())
+        except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
+            log.warning("%s: cannot read the log to clean up; journal %s kept for the next run", uri, journal)
+            return
+        for path in files:
+            if path not in live:
+                delta_commit.delete_quietly(fs, f"{base}/{path}")
+        for staging in staging_dirs:
+            delta_commit.delete_quietly(fs, f"{base}/{staging}")
+        delta_commit.clear_journal(uri, journal)
 
     def _write_bin(self, uri: str, files: Sequence[str], schema: Any, staging: str, action: Action) -> None:
         root = uri.rstrip("/")
