@@ -1,0 +1,36 @@
+"""delta-rs' jemalloc is told to return freed pages (before deltalake loads), unless the user chose."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import FIXTURES
+
+PROBE = """
+import os, sys
+from compactor.state.delta import read_delta_state
+read_delta_state(sys.argv[1])
+print(os.environ.get("_RJEM_MALLOC_CONF"))
+"""
+
+
+def _probe(env: dict[str, str]) -> str:
+    table = str(FIXTURES / "delta-rs" / "simple_table")
+    r = subprocess.run([sys.executable, "-c", PROBE, table], capture_output=True, text=True, env=env, check=True)
+    return r.stdout.strip()
+
+
+def test_freed_pages_are_returned_unless_the_user_configured_jemalloc() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    assert _probe(env) == "dirty_decay_ms:0,muzzy_decay_ms:0"
+    assert _probe({**env, "_RJEM_MALLOC_CONF": "narenas:2"}) == "narenas:2"
+
+
+def test_too_late_once_deltalake_is_loaded() -> None:
+    code = ("import os, deltalake\nfrom compactor.state.delta import configure_delta_rs_allocator\n"
+            "print(configure_delta_rs_allocator(), os.environ.get('_RJEM_MALLOC_CONF'))")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert r.stdout.strip() == "False None"
