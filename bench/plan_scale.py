@@ -20,6 +20,8 @@ import time
 import uuid
 from pathlib import Path
 
+from compactor.state.delta import JEMALLOC_CONF
+
 PARTITIONS = 1000
 FILES_PER_COMMIT = 20_000
 
@@ -88,8 +90,11 @@ print(state.file_count, time.perf_counter() - t0, resource.getrusage(resource.RU
 """
 
 
-def run(code: str, *args: str) -> list[float]:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+def run(code: str, *args: str, allocator_conf: str | None = None) -> list[float]:
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    if allocator_conf:
+        env["_RJEM_MALLOC_CONF"] = allocator_conf
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
     return [float(x) for x in out.stdout.split()]
 
 
@@ -107,20 +112,22 @@ def main() -> None:
             t0 = time.time()
             build_table(path, n)
             print(f"built {n} files in {time.time() - t0:.1f}s", file=sys.stderr)
-        bare, plan = [], []
+        bare, tuned, plan = [], [], []
         for _ in range(args.repeat):  # alternate, side by side
             bare.append(run(BARE, str(path)))
+            # the same jemalloc setting compactor applies (read_delta_state), for a like-for-like load
+            tuned.append(run(BARE, str(path), allocator_conf=JEMALLOC_CONF))
             plan.append(run(PLAN, str(path), str(base / f"plan{n}.json")))
-        b_t = statistics.median(x[1] for x in bare)
-        p_t = statistics.median(x[1] for x in plan)
-        b_rss = max(x[2] for x in bare) / 1024
-        p_rss = max(x[2] for x in plan) / 1024
-        rows.append((n, b_t, p_t, p_t / b_t, b_rss, p_rss, int(plan[0][3]), int(plan[0][4]),
+        b_t, t_t, p_t = (statistics.median(x[1] for x in xs) for xs in (bare, tuned, plan))
+        b_rss, t_rss, p_rss = (max(x[2] for x in xs) / 1024 for xs in (bare, tuned, plan))
+        rows.append((n, b_t, t_t, p_t, p_t / b_t, p_t / t_t, b_rss, t_rss, p_rss, int(plan[0][3]), int(plan[0][4]),
                      os.path.getsize(base / f"plan{n}.json") / 2**20))
-    print("| files | bare load (s) | compactor plan (s) | ratio | bare RSS (MiB) | plan RSS (MiB) | actions | files planned | plan.json (MiB) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| files | bare load (s) | bare, same allocator (s) | compactor plan (s) | ratio vs bare | ratio vs same allocator "
+          "| bare RSS (MiB) | bare, same allocator RSS (MiB) | plan RSS (MiB) | actions | files planned | plan.json (MiB) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r[0]:,} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f}x | {r[4]:.0f} | {r[5]:.0f} | {r[6]} | {r[7]:,} | {r[8]:.1f} |")
+        print(f"| {r[0]:,} | {r[1]:.2f} | {r[2]:.2f} | {r[3]:.2f} | {r[4]:.2f}x | {r[5]:.2f}x | {r[6]:.0f} | {r[7]:.0f} "
+              f"| {r[8]:.0f} | {r[9]} | {r[10]:,} | {r[11]:.1f} |")
 
 
 if __name__ == "__main__":
