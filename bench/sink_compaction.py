@@ -56,12 +56,15 @@ def main() -> None:
     src, out, cp = work / "in", work / "out", work / "cp"
     make_input(src, args.files, args.rows)
     spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "5")
+    # one task (so one output file) per input file, as a stream of small upstream files produces
+    spark.conf.set("spark.sql.files.openCostInBytes", str(256 << 20))
     t0 = time.perf_counter()
     q = (spark.readStream.schema("id LONG, k STRING, v DOUBLE").option("maxFilesPerTrigger", 8).parquet(str(src))
          .writeStream.format("parquet").option("checkpointLocation", str(cp)).trigger(availableNow=True)
          .start(str(out)))
     q.awaitTermination()
     stream_s = time.perf_counter() - t0
+    spark.conf.unset("spark.sql.files.openCostInBytes")
     state = read_sink_state(str(out))
     n_files = state.file_count
     listed = sum(state.files.column("in_compact").to_pylist())
