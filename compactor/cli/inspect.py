@@ -39,6 +39,10 @@ def command(path, fmt, policy_project, table, debug) -> int:
     """Health report: files and size histogram per partition, small-file share, manifest/log growth."""
     from compactor.inspect import inspect_path
 
+    from compactor.errors import UsageError
+
+    if (policy_project is None) != (table is None):
+        raise UsageError("--policy-project and --table go together (the policy of TABLE in that project)")
     policy = _policy_settings(policy_project, table) if policy_project and table else None
     report = inspect_path(path, policy=policy)
     if fmt == "json":

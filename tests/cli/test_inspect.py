@@ -69,3 +69,23 @@ def test_inspect_delta_and_checkpoint(tmp_path: Path) -> None:
 def test_inspect_unknown_path_exits_with_clear_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["inspect", str(tmp_path)])
     assert res.exit_code != 0 and "not a Delta table" in res.output
+
+
+def test_inspect_compares_with_a_project_policy(tmp_path: Path) -> None:
+    import shutil
+
+    import compactor
+
+    proj = tmp_path / "p"
+    shutil.copytree(Path(compactor.__file__).parent / "example_project", proj)
+    make_sink(tmp_path / "s", batches=5, interval=2)  # the example policy asks for interval 3
+    res = CliRunner().invoke(main, ["inspect", str(tmp_path / "s"), "--policy-project", str(proj),
+                                    "--table", "clicks_sink", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["policy"]["compact_interval"] == 3
+    assert any("compact interval 2 differs" in r for r in data["recommendations"])
+    res = CliRunner().invoke(main, ["inspect", str(tmp_path / "s"), "--policy-project", str(proj), "--table", "nope"])
+    assert res.exit_code == 2 and "nope" in res.output
+    res = CliRunner().invoke(main, ["inspect", str(tmp_path / "s"), "--table", "clicks_sink"])
+    assert res.exit_code == 2 and "go together" in res.output
