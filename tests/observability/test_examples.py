@@ -75,12 +75,27 @@ def test_airflow_dag_callables(project: Path) -> None:
 
 
 @pytest.mark.spark
-def test_spark_job_entry_point(spark, project: Path) -> None:
+def test_spark_job_entry_point(spark, tmp_path: Path) -> None:
+    """A small lake of its own: the job's cost is Spark per partition, not the demo's 300 files."""
+    from tests.apply.helpers import make_table
+
+    table = tmp_path / "lake" / "events"
+    make_table(table, partitions=2, appends=3)
+    p = tmp_path / "proj"
+    (p / "policies").mkdir(parents=True)
+    (p / "compactor.yml").write_text("name: p\nprofile: p\n")
+    (p / "profiles.yml").write_text("p:\n  target: dev\n  outputs:\n    dev: {engine: local}\n"
+                                    "    prod: {engine: spark, spark: {master: 'local[2]'}}\n")
+    (p / "policies" / "t.yml").write_text(f"version: 1\ntables:\n  - name: events\n    path: {table}\n"
+                                          "    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}\n")
     job = _module("spark_job")
-    assert job.main(str(project), "prod") == 0  # the example project's prod target uses the spark engine
+    assert job.main(str(p), "prod") == 0
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    files = pa.table(DeltaTable(str(project / "lake" / "events")).get_add_actions(flatten=True))
-    assert files.num_rows == 6 and sum(files.column("num_records").to_pylist()) == 120_000
+    dt = DeltaTable(str(table))
+    files = pa.table(dt.get_add_actions(flatten=True))
+    assert files.num_rows == 2 and sum(files.column("num_records").to_pylist()) == 2 * 3 * 50
+    assert dt.version() == 5 + 2  # versions 0-5 are the appends, then one rewrite commit per partition
     assert spark.range(3).count() == 3  # the job reused the active session and left it running
+    assert job.main(str(p), "prod") == 0  # a second run finds nothing to compact
