@@ -72,3 +72,18 @@ def test_bad_input_exits_2_without_traceback(tmp_path: Path) -> None:
         assert "Traceback" not in r.output
     r = cli.invoke(report_command, ["--project-dir", str(tmp_path / "no-project")])
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+def test_png_without_chromium_is_a_usage_error(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=1, appends=2)
+    p = _project(tmp_path, ("t", t))
+    env = {**os.environ, "PATH": str(tmp_path / "empty-bin")}  # no chromium on this PATH
+    r = subprocess.run([sys.executable, "-m", "compactor", "report", "--project-dir", str(p), "--format", "png"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Chromium" in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr
