@@ -110,7 +110,7 @@ def run_sink_action(action: Action, ctx: ActionContext, spark_factory: Any = Non
             journal["staging"].append(str(staging))
             _write_journal(root, journal)
             n_in = sum(pq.ParquetFile(p).metadata.num_rows for p in inputs)
-            _rewrite(inputs, staging, final, ctx.table.engine)
+            _rewrite(inputs, staging, final, ctx.table.engine, lambda: _session(spark_factory))
             n_out = pq.ParquetFile(final).metadata.num_rows
             if n_in != n_out:
                 raise VerificationError(f"rewrite of {len(inputs)} file(s) produced {n_out} rows, expected {n_in}")
@@ -141,12 +141,20 @@ def _write_journal(root: Path, journal: dict) -> None:
     os.replace(tmp, root / JOURNAL)
 
 
-def _rewrite(inputs: list[Path], staging: Path, final: Path, engine: str) -> None:
-    staging.mkdir(parents=True)
-    if engine == "spark":
+def _session(spark_factory: Any) -> Any:
+    """The runner's spark engine session (built from the profile), else the active/default session."""
+    if spark_factory is None:
         from compactor.engines.spark_session import get_or_create_session
 
-        spark = get_or_create_session()
+        return get_or_create_session()
+    made = spark_factory()
+    return getattr(made, "spark", made)  # a SparkEngine exposes .spark; a bare SparkSession is itself
+
+
+def _rewrite(inputs: list[Path], staging: Path, final: Path, engine: str, session: Any) -> None:
+    staging.mkdir(parents=True)
+    if engine == "spark":
+        spark = session()
         (spark.read.option("basePath", str(inputs[0].parent)).parquet(*[str(p) for p in inputs])
          .coalesce(1).write.mode("overwrite").parquet(str(staging / "out")))
         out = [p for p in (staging / "out").iterdir() if p.name.startswith("part-") and p.suffix == ".parquet"]
