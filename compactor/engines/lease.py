@@ -53,6 +53,26 @@ class LeaseInfo:
         return self.host == socket.gethostname() and not _pid_alive(self.pid)
 
 
+def _link_exclusive(path: Path, content: str) -> bool:
+    """Create ``path`` with ``content`` only if it does not exist, atomically and never half-written:
+    the content is written to a unique temp file first and hard-linked into place (link fails if the
+    name exists). An O_EXCL create followed by a write would leave an empty file if the process were
+    killed in between, blocking the table until the lease expired."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w") as f:
+        f.write(content)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 class TableLease:
     """Context manager holding the lease of one table for the duration of an apply.
 
@@ -80,16 +100,7 @@ class TableLease:
 
     def _create(self) -> bool:
         assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w") as f:
-            json.dump(self._info().__dict__, f)
-            f.flush()
-            os.fsync(f.fileno())
-        return True
+        return _link_exclusive(self.path, json.dumps(self._info().__dict__))
 
     def read(self) -> LeaseInfo | None:
         assert self.path is not None
@@ -132,13 +143,10 @@ class TableLease:
         rename would let a slow contender rename away the fresh lease a faster one just created)."""
         assert self.path is not None
         guard = self.path.with_name("lease.takeover")
-        try:
-            fd = os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
+        if not _link_exclusive(guard, json.dumps({"host": socket.gethostname(), "pid": os.getpid()})):
             self._clear_dead_guard(guard)
             return False
         try:
-            os.write(fd, json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode())
             again = self.read()
             if again is not None:
                 if (again.run_id, again.acquired_at) != (seen.run_id, seen.acquired_at) or \
@@ -150,7 +158,6 @@ class TableLease:
                 log.warning("took over stale lease of %s (run %s)", seen.owner, seen.run_id)
             return self._create()
         finally:
-            os.close(fd)
             guard.unlink(missing_ok=True)
 
     @staticmethod
