@@ -59,20 +59,19 @@ def test_source_log_columns(tmp_path: Path) -> None:
     assert t.column("batchId").to_pylist() == [0, 1, 2] and t.num_rows == 3
 
 
-def test_large_manifest_is_columnar_and_fast(tmp_path: Path) -> None:
-    import time
-
+def test_large_manifest_reads_every_entry(tmp_path: Path) -> None:
+    # speed is measured in bench/ (a timed assertion here would only measure the machine's load)
     out = tmp_path / "out"
     (out / "_spark_metadata").mkdir(parents=True)
     n = 300_000
     lines = (f'{{"path":"file://{out}/k={i % 50}/part-{i}.parquet","size":{i},"isDir":false,'
              f'"modificationTime":{i},"blockReplication":1,"blockSize":1,"action":"add"}}' for i in range(n))
     (out / "_spark_metadata" / "9.compact").write_text("v1\n" + "\n".join(lines))
-    t0 = time.perf_counter()
     state = read_sink_state(str(out))
-    elapsed = time.perf_counter() - t0
     assert state.file_count == n and state.partition_columns == ("k",)
-    assert elapsed < 10, elapsed
+    sizes = state.files.column("size_bytes").to_pylist()
+    assert sizes[:3] == [0, 1, 2] and sizes[-1] == n - 1
+    assert state.files.column("partition.k").to_pylist()[:51] == [str(i % 50) for i in range(51)]
 
 
 def test_not_a_sink(tmp_path: Path) -> None:
