@@ -98,6 +98,16 @@ def run(code: str, *args: str, allocator_conf: str | None = None) -> list[float]
     return [float(x) for x in out.stdout.split()]
 
 
+def cached_table(base: Path, n: int) -> Path:
+    """The synthetic table with n files under base, built once and reused across runs."""
+    path = base / f"t{n}"
+    if not (path / "_delta_log").exists():
+        t0 = time.time()
+        build_table(path, n)
+        print(f"built {n} files in {time.time() - t0:.1f}s", file=sys.stderr)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
@@ -107,11 +117,7 @@ def main() -> None:
     base = Path(args.dir)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
-        path = base / f"t{n}"
-        if not (path / "_delta_log").exists():
-            t0 = time.time()
-            build_table(path, n)
-            print(f"built {n} files in {time.time() - t0:.1f}s", file=sys.stderr)
+        path = cached_table(base, n)
         bare, tuned, plan = [], [], []
         for _ in range(args.repeat):  # alternate, side by side
             bare.append(run(BARE, str(path)))

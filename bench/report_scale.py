@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from plan_scale import BARE, build_table, run  # noqa: E402
+from plan_scale import BARE, cached_table, run  # noqa: E402
 
 REPORT = """
 import sys, time, resource
@@ -51,11 +51,7 @@ def main() -> None:
     base = Path(args.dir)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
-        path = base / f"t{n}"
-        if not (path / "_delta_log").exists():
-            t0 = time.time()
-            build_table(path, n)
-            print(f"built {n} files in {time.time() - t0:.1f}s", file=sys.stderr)
+        path = cached_table(base, n)
         project = make_project(base, path, n)
         bare, report = [], []
         for _ in range(args.repeat):  # alternate, side by side

@@ -65,3 +65,12 @@ def on_disk_unreferenced(t: Path) -> set[str]:
                 added.add(unquote(obj["add"]["path"]))
     on_disk = {str(p.relative_to(t)) for p in t.rglob("*.parquet") if not str(p.relative_to(t)).startswith("_")}
     return on_disk - added
+
+
+def one_table_project(root: Path, table: Path, compaction: str = "{target_file_size: 1MiB, triggers: {min_input_files: 2}}") -> Path:
+    """A compactor project at ``root`` with one Delta table policy named ``t`` for ``table``."""
+    (root / "policies").mkdir(parents=True, exist_ok=True)
+    (root / "compactor.yml").write_text("name: p\n")
+    (root / "policies" / "t.yml").write_text(
+        f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction: {compaction}\n")
+    return root

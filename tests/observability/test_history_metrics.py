@@ -15,17 +15,13 @@ from compactor.api import ProjectOptions
 from compactor.history import load_history
 from compactor.policy.schema import load_schema
 
-from tests.apply.helpers import make_table
+from tests.apply.helpers import make_table, one_table_project
 
 
 def test_history_and_metrics_after_two_applies(tmp_path: Path) -> None:
     t = tmp_path / "lake" / "t"
     n = make_table(t, partitions=2, appends=6)
-    p = tmp_path / "proj"
-    (p / "policies").mkdir(parents=True)
-    (p / "compactor.yml").write_text("name: p\n")
-    (p / "policies" / "t.yml").write_text(f"version: 1\ntables:\n  - name: t\n    path: {t}\n    compaction:\n"
-                                          "      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n")
+    p = one_table_project(tmp_path / "proj", t)
     opts = ProjectOptions(project_dir=p)
     run1 = api.apply(opts)
     make_table(t, partitions=2, appends=3, start=n)  # more small files arrive

@@ -9,7 +9,7 @@ from compactor import api
 from compactor.api import ProjectOptions
 from compactor.output.report import build_report, collect_report, write_report
 
-from tests.apply.helpers import make_table
+from tests.apply.helpers import make_table, one_table_project
 
 
 def _values(page: str, chart: str, series: str) -> list[float]:
@@ -20,11 +20,7 @@ def _values(page: str, chart: str, series: str) -> list[float]:
 def test_trends_after_two_applies(tmp_path: Path) -> None:
     t = tmp_path / "lake" / "t"
     n = make_table(t, partitions=2, appends=4)
-    p = tmp_path / "proj"
-    (p / "policies").mkdir(parents=True)
-    (p / "compactor.yml").write_text("name: p\n")
-    (p / "policies" / "t.yml").write_text(f"version: 1\ntables:\n  - name: t\n    path: {t}\n    compaction:\n"
-                                          "      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n")
+    p = one_table_project(tmp_path / "proj", t)
     opts = ProjectOptions(project_dir=p)
     first = api.apply(opts)
     make_table(t, partitions=2, appends=2, start=n)
