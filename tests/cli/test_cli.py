@@ -150,3 +150,13 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     (tmp_path / "other" / "precious.txt").write_text("x")
     r = cli("demo", str(tmp_path / "other"))
     assert r.returncode == 2 and (tmp_path / "other" / "precious.txt").exists()
+
+
+def test_demo_without_pyspark_skips_the_sink_and_succeeds(tmp_path: Path) -> None:
+    """README's first command installs only the base package: no pyspark, so no sink part."""
+    code = ("import sys; sys.modules['pyspark'] = None\n"  # as if the [spark] extra were not installed
+            "from compactor.cli import cli; cli(['demo', sys.argv[1]], prog_name='compactor')")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "demo")], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "160"})
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "file-sink demo skipped" in r.stdout and "events: files 300 -> 6" in r.stdout
