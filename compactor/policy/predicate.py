@@ -12,13 +12,17 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from compactor.errors import CompactorError
+
 if TYPE_CHECKING:  # pragma: no cover
     from sqlglot import exp
 
 
 
-class PredicateError(Exception):
+class PredicateError(CompactorError):
     """The predicate does not parse or uses an unsupported construct."""
+
+    code = "invalid_where"
 
 
 _NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
