@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compactor.apply.results import RunResults
+from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.units import format_size
 
 
@@ -40,7 +41,7 @@ def render_run(run: RunResults, console: Console) -> None:
         t = per[r.table]
         t["removed"] += r.files_removed
         t["added"] += r.files_added
-        t["bytes"] += r.bytes_removed if r.type in ("compact", "z_order", "sort", "sink_compact") else 0
+        t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS else 0
         t["time"] += r.duration_s
         t[r.status] += 1
     table = Table(title=f"run {run.run_id} ({run.engine} engine){' - DRY RUN' if run.dry_run else ''}",

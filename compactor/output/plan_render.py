@@ -8,10 +8,10 @@ from typing import Iterable
 from rich.console import Console
 from rich.table import Table
 
-from compactor.planning.plan import Action, Plan, Skip, TablePlan
+from compactor.planning.plan import REWRITE_ACTIONS, Action, Plan, Skip, TablePlan
 from compactor.units import format_size
 
-REWRITES = ("compact", "z_order", "sort", "sink_compact")
+REWRITES = REWRITE_ACTIONS
 
 
 def _part(p: dict | None) -> str:

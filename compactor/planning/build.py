@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from compactor import __version__
 from compactor.errors import CompactorError, TableReadError
 from compactor.planning.partitions import plan_partitions
-from compactor.planning.plan import Plan, Skip, TablePlan, compute_totals
+from compactor.planning.plan import REWRITE_ACTIONS, Plan, Skip, TablePlan, compute_totals
 from compactor.planning.retention import plan_retention
 from compactor.policy.model import TablePolicy
 from compactor.policy.predicate import PredicateError, parse_where
@@ -45,9 +45,6 @@ def unsupported_reason(state: TableState, engine: str) -> str | None:
     bad = sorted(feats & UNREWRITABLE)
     if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
         bad = sorted(set(bad) | {"columnMapping"})
-    if state.protocol.min_reader_version == 2 and "columnMapping" not in bad and \
-            state.properties.get("delta.columnMapping.mode") not in (None, "none"):
-        bad.append("columnMapping")
     if bad:
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
     return None
@@ -101,7 +98,7 @@ def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.da
         acts, sk = plan_retention(policy.retention, state)
         actions += acts
         skips += sk
-    removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in ("compact", "z_order", "sort"))
+    removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in REWRITE_ACTIONS)
     return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
 
 

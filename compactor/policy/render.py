@@ -15,6 +15,8 @@ from typing import Any, Callable, Mapping
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from compactor.policy.yamlpos import Located, join_path
+
 _MISSING = object()
 
 
@@ -125,8 +127,8 @@ def _template_line() -> int | None:
     return line
 
 
-def render_tree(doc: "Located", *, vars: Mapping[str, Any] | None = None, now: dt.datetime | None = None,
-                env: Mapping[str, str] | None = None) -> tuple["Located", list[tuple[str, RenderProblem]]]:
+def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.datetime | None = None,
+                env: Mapping[str, str] | None = None) -> tuple[Located, list[tuple[str, RenderProblem]]]:
     """Render every string value of a loaded YAML document (like dbt: comments are never rendered).
 
     A value that is one whole expression (``"{{ var('n') }}"``) keeps the native type of its result
@@ -134,8 +136,6 @@ def render_tree(doc: "Located", *, vars: Mapping[str, Any] | None = None, now: d
     problems, each with the JSON path of the value it came from.
     """
     import yaml
-
-    from compactor.policy.yamlpos import Located, join_path
 
     problems: list[tuple[str, RenderProblem]] = []
 
@@ -163,5 +163,3 @@ def render_tree(doc: "Located", *, vars: Mapping[str, Any] | None = None, now: d
 
     return Located(walk(doc.value, ""), doc.positions), problems
 
-
-from compactor.policy.yamlpos import Located  # noqa: E402  (for type checkers)

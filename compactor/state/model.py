@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: columns of ``TableState.files``; partition values follow as "partition.<col>" (string, nullable)
 FILE_COLUMNS = ("path", "size_bytes", "modification_time", "num_records")
@@ -55,7 +56,7 @@ class TableState:
     def total_bytes(self) -> int:
         if self.files.num_rows == 0:
             return 0
-        return int(pa.compute.sum(self.files.column("size_bytes")).as_py() or 0)
+        return int(pc.sum(self.files.column("size_bytes")).as_py() or 0)
 
 
 def files_table(
@@ -80,5 +81,3 @@ def files_table(
     )
     return pa.table({**cols, **pcols}, schema=schema)
 
-
-import pyarrow.compute  # noqa: E402  (registers pa.compute)

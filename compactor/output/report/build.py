@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor.output.report.svg import bar_chart
+from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.units import format_size
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -63,7 +64,7 @@ def collect_report(options: "ProjectOptions", plan: "Plan | None" = None, histor
     compiled = compile_project(options)
     plan = plan or api.plan(options)
     planned: dict[str, set[str]] = {t.name: {_part_label(dict(a.partition)) for a in t.actions
-                                             if a.type in ("compact", "z_order", "sort", "sink_compact")}
+                                             if a.type in REWRITE_ACTIONS}
                                     for t in plan.tables}
     runs = load_history(compiled.project.target_dir, last=history_runs)
     out = []
