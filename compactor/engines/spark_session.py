@@ -1,11 +1,12 @@
 """Get a SparkSession for the spark engine: reuse an active one (Databricks, spark-submit), else build
-one from the profile. pyspark is imported only here and in the spark engine, lazily."""
+one from the profile, with the Delta Lake jars loaded the way users load them
+(``delta.configure_spark_with_delta_pip``). pyspark is imported only here and in the spark engine, lazily."""
 
 from __future__ import annotations
 
 import logging
 import shutil
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings
@@ -16,6 +17,57 @@ log = logging.getLogger(__name__)
 REQUIRED_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+#: what the Delta jars need in a session (both are static: they must be set before the session starts)
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str], delta: bool) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in {**(DELTA_CONF if delta else {}), **conf}.items():
+        builder = builder.config(k, v)
+    if delta:
+        from delta import configure_spark_with_delta_pip
+
+        return configure_spark_with_delta_pip(builder, extra_packages=list(packages))
+    if packages:
+        builder = builder.config("spark.jars.packages", ",".join(packages))
+    return builder
+
+
+def build_session(master: str = "local[*]", app_name: str = "compactor", conf: Mapping[str, str] | None = None,
+                  *, delta_jars: bool | str = "auto", packages: Sequence[str] = ()) -> Any:
+    """A new SparkSession (the JVM starts here). ``delta_jars``: "auto" loads the Delta jars when
+    delta-spark is installed and Ivy resolves them, else starts without (native OPTIMIZE unavailable,
+    the rewrite path still works); True requires them; False never loads them."""
+    conf = {"spark.ui.enabled": "false", **dict(conf or {}), **REQUIRED_CONF}
+    want_delta = delta_jars is True or delta_jars == "auto"
+    if want_delta:
+        try:
+            import delta  # noqa: F401 - the delta-spark wheel
+        except ImportError:
+            if delta_jars is True:
+                raise UsageError("spark.delta_jars is true but delta-spark is not installed",
+                                 hint="pip install 'compactor[spark]'") from None
+            want_delta = False
+    if want_delta:
+        try:
+            session = _builder(master, app_name, conf, packages, True).getOrCreate()
+        except Exception as e:  # noqa: BLE001 - Ivy failures surface as a JVM launch error
+            if delta_jars is True:
+                raise UsageError(f"the Delta Lake jars could not be loaded: {str(e).splitlines()[0][:300]}",
+                                 hint="check Maven Central access, or set spark.delta_jars: auto") from None
+            log.warning("Delta Lake jars could not be loaded (%s); starting Spark without them",
+                        str(e).splitlines()[0][:200])
+            session = _builder(master, app_name, conf, packages, False).getOrCreate()
+    else:
+        session = _builder(master, app_name, conf, packages, False).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 def get_or_create_session(settings: SparkSettings | None = None) -> Any:
@@ -31,21 +83,31 @@ def get_or_create_session(settings: SparkSettings | None = None) -> Any:
         return active
     if shutil.which("java") is None:
         raise UsageError("the spark engine needs Java (none found on PATH)", hint="install a JDK 17 runtime")
-    builder = SparkSession.builder.master(settings.master or "local[*]").appName(settings.app_name)
-    conf = {"spark.ui.enabled": "false", **dict(settings.conf), **REQUIRED_CONF}
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return build_session(settings.master or "local[*]", settings.app_name, settings.conf,
+                         delta_jars=settings.delta_jars, packages=settings.packages)
 
 
 def delta_jars_available(spark: Any) -> bool:
-    """True when io.delta classes load in this session's JVM (native OPTIMIZE/VACUUM possible)."""
+    """True when io.delta classes load in this session (native OPTIMIZE/VACUUM possible). Jars from
+    spark.jars.packages live in Spark's context class loader, not the system one, so the lookup must go
+    through it (a plain Class.forName says "absent" in every pip-installed session)."""
     try:
-        spark._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
+        jvm = spark._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", True, loader)
         return True
     except Exception:  # noqa: BLE001 - py4j raises its own error types
+        return False
+
+
+def delta_sql_enabled(spark: Any) -> bool:
+    """True when the session can run Delta SQL (OPTIMIZE, VACUUM, DESCRIBE HISTORY): jars loaded and
+    the Delta SQL extension configured."""
+    if not delta_jars_available(spark):
+        return False
+    try:
+        return "DeltaSparkSessionExtension" in (spark.conf.get("spark.sql.extensions", "") or "")
+    except Exception:  # noqa: BLE001
         return False
 
 

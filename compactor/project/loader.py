@@ -103,7 +103,9 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
     return Target(
         name=chosen, profile=name, engine=out["engine"],
         spark=SparkSettings(master=spark.get("master"), app_name=spark.get("app_name", "compactor"),
-                            conf={k: str(v) for k, v in (spark.get("conf") or {}).items()}),
+                            conf={k: str(v) for k, v in (spark.get("conf") or {}).items()},
+                            delta_jars=spark.get("delta_jars", "auto"),
+                            packages=tuple(spark.get("packages") or ())),
         storage_options={k: str(v) for k, v in (out.get("storage_options") or {}).items()},
         threads=out.get("threads"),
     ), diags

@@ -16,6 +16,11 @@ class SparkSettings:
     master: str | None = None  # None: reuse an active session, else local[*]
     app_name: str = "compactor"
     conf: Mapping[str, str] = field(default_factory=dict)
+    #: load the Delta Lake jars into a session compactor builds (delta.configure_spark_with_delta_pip):
+    #: "auto" tries and falls back to a session without them, True requires them, False never loads them
+    delta_jars: bool | str = "auto"
+    #: extra Maven coordinates for spark.jars.packages (e.g. org.apache.hadoop:hadoop-aws:3.4.2)
+    packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,8 @@ class Target:
             "profile": self.profile,
             "engine": self.engine,
             "spark": {"master": self.spark.master, "app_name": self.spark.app_name,
-                      "conf": dict(self.spark.conf)} if self.engine == "spark" else None,
+                      "conf": dict(self.spark.conf), "delta_jars": self.spark.delta_jars,
+                      "packages": list(self.spark.packages)} if self.engine == "spark" else None,
             "storage_options": {k: REDACTED for k in self.storage_options},
         }
 

@@ -156,11 +156,7 @@ def test_native_sql_is_built_as_data() -> None:
 
 
 @pytest.mark.delta_jars
-def test_native_optimize_with_delta_jars(spark, tmp_path: Path) -> None:
-    from compactor.engines.spark_session import delta_jars_available
-
-    if not delta_jars_available(spark):
-        pytest.skip("the Delta Lake jars are not on this Spark session's classpath")
+def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = make_table(t, partitions=2, appends=6)
     plan = plan_for(t, engine="spark")

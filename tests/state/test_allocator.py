@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import FIXTURES
+import pytest
 
 PROBE = """
 import os, sys
@@ -16,16 +16,25 @@ print(os.environ.get("_RJEM_MALLOC_CONF"))
 """
 
 
-def _probe(env: dict[str, str]) -> str:
-    table = str(FIXTURES / "delta-rs" / "simple_table")
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> str:
+    # written in a child process: this process must not load deltalake before the probes run
+    path = str(tmp_path_factory.mktemp("alloc") / "t")
+    code = ("import sys, pyarrow as pa\nfrom deltalake import write_deltalake\n"
+            "write_deltalake(sys.argv[1], pa.table({'x': [1, 2, 3]}))")
+    subprocess.run([sys.executable, "-c", code, path], check=True)
+    return path
+
+
+def _probe(env: dict[str, str], table: str) -> str:
     r = subprocess.run([sys.executable, "-c", PROBE, table], capture_output=True, text=True, env=env, check=True)
     return r.stdout.strip()
 
 
-def test_freed_pages_are_returned_unless_the_user_configured_jemalloc() -> None:
+def test_freed_pages_are_returned_unless_the_user_configured_jemalloc(table: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    assert _probe(env) == "dirty_decay_ms:0,muzzy_decay_ms:0"
-    assert _probe({**env, "_RJEM_MALLOC_CONF": "narenas:2"}) == "narenas:2"
+    assert _probe(env, table) == "dirty_decay_ms:0,muzzy_decay_ms:0"
+    assert _probe({**env, "_RJEM_MALLOC_CONF": "narenas:2"}, table) == "narenas:2"
 
 
 def test_too_late_once_deltalake_is_loaded() -> None:
