@@ -65,9 +65,9 @@ COMPACTOR_SPARK = textwrap.dedent("""
     import sys
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate())
-    from compactor.apply.runner import apply_plan
+    from compactor.tasks.apply import apply_plan
     from compactor.engines.spark import SparkEngine
-    from compactor.planning.io import load_plan
+    from compactor.tasks.plan_file import load_plan
     from compactor.project.model import Target
     run = apply_plan(load_plan(sys.argv[2]), target=Target(engine="spark"), engine=SparkEngine(Target(engine="spark")))
     assert run.ok, [r.error for r in run.results]

@@ -20,7 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
-from compactor.state.delta import JEMALLOC_CONF
+from compactor.formats.delta.state import JEMALLOC_CONF
 
 PARTITIONS = 1000
 FILES_PER_COMMIT = 20_000
@@ -75,11 +75,11 @@ print(t.num_rows, time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_S
 PLAN = """
 import sys, time, resource, datetime as dt
 t0 = time.perf_counter()
-from compactor.planning.build import build_plan
-from compactor.planning.io import write_plan
+from compactor.tasks.plan import build_plan
+from compactor.tasks.plan_file import write_plan
 from compactor.policy.model import TablePolicy, Compaction
 from compactor.project.model import Target
-from compactor.state.delta import read_delta_state
+from compactor.formats.delta.state import read_delta_state
 state = read_delta_state(sys.argv[1])
 policy = TablePolicy(name="t", path=sys.argv[1], compaction=Compaction(target_file_size=128 * 2**20, min_file_size=2**20))
 plan = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(), project_name="bench")

@@ -43,12 +43,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from compactor.apply.runner import apply_plan
+    from compactor.tasks.apply import apply_plan
     from compactor.engines.spark_session import get_or_create_session
-    from compactor.planning.build import build_plan
+    from compactor.tasks.plan import build_plan
     from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
     from compactor.project.model import Target
-    from compactor.sink.state import read_sink_state
+    from compactor.formats.file_sink.state import read_sink_state
 
     spark = get_or_create_session()
     spark.sparkContext.setLogLevel("ERROR")

@@ -6,33 +6,22 @@ Every function returns a result object and never exits the process; deliberate f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from compactor.project.model import ProjectOptions
+
 if TYPE_CHECKING:  # pragma: no cover
-    from compactor.apply.results import RunResults
+    from compactor.models.results import RunResults
     from compactor.planning.plan import Plan
-    from compactor.policy.compile import CompiledProject, ValidationResult
-
-
-@dataclass(frozen=True)
-class ProjectOptions:
-    """Options shared by every command (dbt-style)."""
-
-    project_dir: Path = Path(".")
-    profiles_dir: Path | None = None
-    target: str | None = None
-    vars: Mapping[str, Any] = field(default_factory=dict)
-    select: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    from compactor.project.compile import CompiledProject, ValidationResult
 
 
 def validate(options: ProjectOptions = ProjectOptions()) -> "ValidationResult":
     """Load, render and validate every policy. Never raises for invalid policies: the result
     carries every diagnostic (``result.ok`` is False)."""
-    from compactor.policy.compile import validate_project
+    from compactor.project.compile import validate_project
 
     return validate_project(options)
 
@@ -40,7 +29,7 @@ def validate(options: ProjectOptions = ProjectOptions()) -> "ValidationResult":
 def compile_project(options: ProjectOptions = ProjectOptions()) -> "CompiledProject":
     """Like validate, but raises PolicyError when invalid; returns the project, target and the
     selected TablePolicy objects."""
-    from compactor.policy.compile import compile_project as _compile
+    from compactor.project.compile import compile_project as _compile
 
     return _compile(options)
 
@@ -54,7 +43,7 @@ def plan(
 ) -> "Plan":
     """Inspect the selected tables and build a plan (a pure function of policies, states and now).
     Writes it to ``out`` when given."""
-    from compactor.planning.build import plan_project
+    from compactor.tasks.plan import plan_project
 
     return plan_project(options, now=now, out=out, progress=progress)
 
@@ -72,7 +61,7 @@ def apply(
 ) -> "RunResults":
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
     Writes run results under the project's target path."""
-    from compactor.apply.runner import apply_project
+    from compactor.tasks.apply import apply_project
 
     return apply_project(
         options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
@@ -82,7 +71,7 @@ def apply(
 
 def inspect(path: str, *, storage_options: Mapping[str, str] | None = None) -> Any:
     """Health report of a Delta table, a file-sink output or a streaming checkpoint."""
-    from compactor.inspect import inspect_path
+    from compactor.tasks.inspect import inspect_path
 
     return inspect_path(path, storage_options=storage_options)
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import click
 import yaml
 
-from compactor.api import ProjectOptions
+from compactor.project.model import ProjectOptions
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
 

@@ -18,8 +18,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
     sink retention)."""
     from compactor.errors import PolicyError
-    from compactor.policy.compile import compile_project
-    from compactor.sink.settings import writer_settings
+    from compactor.project.compile import compile_project
+    from compactor.formats.file_sink.settings import writer_settings
 
     compiled = compile_project(build_options(project_dir, profiles_dir, target, vars_text, select, exclude))
     errors = [d for d in compiled.diagnostics if getattr(d, "severity", "error") == "error"]

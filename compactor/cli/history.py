@@ -19,7 +19,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
     from rich.console import Console
     from rich.table import Table
 
-    from compactor.history import load_history
+    from compactor.tasks.history import load_history
     from compactor.project.loader import load_project
     from compactor.units import format_size
 

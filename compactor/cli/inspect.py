@@ -12,8 +12,8 @@ from compactor.cli.common import debug_option, echo_json, handle_errors
 
 def _policy_settings(project_dir: Path, table: str) -> dict:
     from compactor.errors import UsageError
-    from compactor.policy.compile import compile_project
-    from compactor.api import ProjectOptions
+    from compactor.project.compile import compile_project
+    from compactor.project.model import ProjectOptions
 
     compiled = compile_project(ProjectOptions(project_dir=project_dir))
     pol = next((p for p in compiled.all_policies if p.name == table), None)
@@ -37,7 +37,7 @@ def _policy_settings(project_dir: Path, table: str) -> dict:
 @handle_errors
 def command(path, fmt, policy_project, table, debug) -> int:
     """Health report: files and size histogram per partition, small-file share, manifest/log growth."""
-    from compactor.inspect import inspect_path
+    from compactor.tasks.inspect import inspect_path
 
     from compactor.errors import UsageError
 

@@ -31,7 +31,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     from compactor import api
     from compactor.output.plan_render import render_markdown, render_text
     from compactor.planning.plan import plan_to_dict
-    from compactor.policy.compile import compile_project
+    from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     if out is None:

@@ -22,10 +22,10 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, debug) -> int:
     """Charts of file sizes, small-file share per partition and history, for people and PRs."""
-    from compactor.output.report import build_report, collect_report
+    from compactor.tasks.report import build_report, collect_report
     from compactor.output.report.png import write_pngs
-    from compactor.planning.io import load_plan
-    from compactor.policy.compile import compile_project
+    from compactor.tasks.plan_file import load_plan
+    from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     target_dir = compile_project(options).project.target_dir

@@ -1,51 +1,48 @@
-"""The engine interface. The runner (compactor.apply.runner) owns leases, preconditions, verification
-and results; an engine only performs one planned action and reports what it committed."""
+"""The engine interface: compute only. An engine rewrites planned bins into new parquet files (one per
+bin) and reports what it wrote, rows and statistics read from the footers. It commits nothing: the
+table format (formats/delta/run.py, formats/file_sink/run.py) verifies rows and commits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from dataclasses import dataclass
+from typing import Protocol, Sequence
 
-from compactor.planning.plan import Action, TablePlan
-from compactor.state.model import TableState
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
-class ActionContext:
-    table: TablePlan
-    #: the table state re-read just before this action (preconditions already checked)
-    state: TableState
-    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
-    #: custom commit metadata: {"compactor.version", "compactor.plan", "compactor.run_id", ...}
-    commit_metadata: Mapping[str, str] = field(default_factory=dict)
-    dry_run: bool = False
+class BinJob:
+    #: absolute locations of the files to read, in order
+    inputs: tuple[str, ...]
+    #: absolute location of the one output file (a new, unique name inside the partition folder)
+    output: str
+    #: a `_`-prefixed folder next to the output the engine may use for intermediate files
+    staging: str
+    #: sort the rows of this bin by these columns (strategy sort)
+    sort_by: tuple[str, ...] = ()
 
 
-@dataclass
-class ActionOutcome:
-    files_removed: int = 0
-    files_added: int = 0
-    bytes_removed: int = 0
-    bytes_added: int = 0
-    #: from the log: sum of num_records of removed files / of added files
-    rows_removed: int | None = None
-    rows_added: int | None = None
-    version_before: int | None = None
-    version_after: int | None = None
-    #: paths (relative to table root) this action removed and added, for verification and repair
-    removed_paths: tuple[str, ...] = ()
-    added_paths: tuple[str, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
+@dataclass(frozen=True)
+class WrittenFile:
+    location: str
+    size: int
+    #: rows in the output footer, and the sum of rows in the input footers
+    rows: int
+    rows_in: int
+    #: Delta statistics JSON (numRecords, minValues, maxValues, nullCount) from the output footer
+    stats: str
 
 
-class Engine(Protocol):
+class RewriteEngine(Protocol):
     name: str
 
     def versions(self) -> dict[str, str]:
         """Engine library versions for run results."""
 
-    def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
-        """Perform one action (compact, z_order, sort, vacuum, set_properties, sink_*)."""
+    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
+        """Write one file per job with exactly ``schema`` (the table's data columns: no partition
+        columns, microsecond timestamps, never INT96). Returns the files in job order. On failure it
+        raises; outputs already written stay for the caller's journal to clean up."""
 
     def close(self) -> None:
         """Release resources (a SparkSession this engine created, ...)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,6 +37,21 @@ def _json_value(value: Any, typ: pa.DataType, upper: bool = False) -> Any:
     if isinstance(value, float) and value != value:  # NaN has no order
         return None
     return value
+
+
+def footer_rows(locations: Sequence[str], storage_options: Mapping[str, str] | None = None) -> int:
+    """Sum of the row counts in the footers of ``locations`` (read in parallel: on object stores each is
+    a request)."""
+    from compactor.runtime.paths import filesystem
+
+    def rows(location: str) -> int:
+        fs, path = filesystem(location, storage_options)
+        return pq.ParquetFile(path, filesystem=fs).metadata.num_rows
+
+    if len(locations) <= 4:
+        return sum(map(rows, locations))
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="footers") as pool:
+        return sum(pool.map(rows, locations))
 
 
 def footer_stats(path: str, filesystem: Any = None) -> tuple[int, str]:

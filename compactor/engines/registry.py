@@ -1,13 +1,13 @@
-"""Engine factory: target.engine -> an Engine (pyspark is imported only for the spark engine)."""
+"""Engine factory: target.engine -> a RewriteEngine (pyspark is imported only for the spark engine)."""
 
 from __future__ import annotations
 
-from compactor.engines.base import Engine
+from compactor.engines.base import RewriteEngine
 from compactor.errors import UsageError
 from compactor.project.model import Target
 
 
-def create_engine(target: Target) -> Engine:
+def create_engine(target: Target) -> RewriteEngine:
     if target.engine == "local":
         from compactor.engines.local import LocalEngine
 

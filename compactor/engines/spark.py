@@ -1,30 +1,28 @@
-"""The spark engine for Delta tables.
+"""The spark engine: Spark jobs rewrite the planned bins, and delta-spark SQL runs natively when the
+session has the Delta jars (OPTIMIZE, VACUUM). Compute only: the Delta format commits.
 
-``rewrite`` (default): Spark reads exactly the files of each planned bin (never a directory listing),
-writes one file per bin into a ``_compactor_staging`` folder of the partition, the file is moved into
-the partition under a new name, checked (schema, no INT96), and the swap is committed through delta-rs
-with dataChange=false adds (stats from the footer) and removes. ``optimize``: native delta-spark
-OPTIMIZE/VACUUM when the session has the Delta jars. pyspark is imported lazily.
+Rewrite: for each bin, Spark reads exactly the bin's files (never a directory listing) with the table's
+data schema, writes one file into a `_`-prefixed staging folder next to the output, and the file is moved
+to its final, unique name. Bins are submitted concurrently from a driver-side thread pool (Spark runs jobs
+from several threads at once), so a cluster works on as many bins as it has cores.
+pyspark is imported lazily.
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
-import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
-from compactor.engines import delta_commit, delta_guard
-from compactor.engines.base import ActionContext, ActionOutcome
-from compactor.engines.delta_commit import NewFile, table_fs
-from compactor.engines.local import LocalEngine, stats_records
-from compactor.engines.parquet_stats import check_written_schema, footer_stats
-from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError
-from compactor.planning.build import unsupported_reason
-from compactor.planning.plan import Action
+from compactor.engines.base import BinJob, WrittenFile
+from compactor.engines.parquet_stats import check_written_schema, footer_rows, footer_stats
+from compactor.errors import ApplyError
 from compactor.project.model import Target
+from compactor.runtime.paths import filesystem
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +52,12 @@ def vacuum_sql(path: str, retention_hours: int, dry_run: bool) -> str:
     return f"VACUUM delta.`{path}` RETAIN {int(retention_hours)} HOURS" + (" DRY RUN" if dry_run else "")
 
 
+def optimize_conf(target_file_size: int, min_file_size: int) -> dict[str, str]:
+    """delta-spark's bin-packing settings (the full key: a short one is silently ignored)."""
+    return {"spark.databricks.delta.optimize.maxFileSize": str(int(target_file_size)),
+            "spark.databricks.delta.optimize.minFileSize": str(int(min_file_size))}
+
+
 class SparkEngine:
     name = "spark"
 
@@ -62,7 +66,6 @@ class SparkEngine:
         self.storage_options = dict(target.storage_options)
         self._spark: Any = None
         self._owns_session = False
-        self._local = LocalEngine(target.storage_options, target.threads)
 
     @property
     def spark(self) -> Any:
@@ -86,167 +89,51 @@ class SparkEngine:
             self._spark.stop()
         self._spark = None
 
-    def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
-        if action.type in ("vacuum", "set_properties"):
-            if action.type == "vacuum" and self._native(action):
-                return self._native_vacuum(action, ctx)
-            return self._local.run(action, ctx)
-        reason = unsupported_reason(ctx.state, self.name)
-        if reason:
-            raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
-        if self._native(action):
-            return self._native_optimize(action, ctx)
-        if action.type == "z_order":
-            raise UnsupportedTableError("z-order on the spark engine needs the Delta jars (compaction.method: "
-                                        "optimize) - or use the local engine, which z-orders with delta-rs")
-        if action.type in ("compact", "sort"):
-            return self._rewrite(action, ctx)
-        raise ApplyError(f"the spark engine cannot run {action.type} actions")
-
     # ----------------------------------------------------------------- native delta-spark
 
-    def _native(self, action: Action) -> bool:
-        method = action.params.get("method", "rewrite")
-        if method == "rewrite":
-            return False
-        from compactor.engines.spark_session import delta_jars_available
+    def delta_sql_available(self) -> bool:
+        from compactor.engines.spark_session import delta_sql_enabled
 
-        available = delta_jars_available(self.spark)
-        if method == "optimize" and not available:
-            raise UnsupportedTableError("compaction.method optimize needs the Delta Lake jars in the Spark session",
-                                        hint="add io.delta:delta-spark to spark.jars.packages, or use method rewrite")
-        return available
+        return delta_sql_enabled(self.spark)
 
-    def _native_optimize(self, action: Action, ctx: ActionContext) -> ActionOutcome:
-        conf = {"spark.databricks.delta.optimize.maxFileSize": str(action.params["target_file_size"]),
-                "spark.databricks.delta.optimize.minFileSize": str(action.params["min_file_size"])}
-        for k, v in conf.items():
+    def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]:
+        """Run one statement (with session settings applied first) and collect its rows."""
+        for k, v in (conf or {}).items():
             self.spark.conf.set(k, v)
-        before = delta_guard.latest_version(ctx.table.path, self.storage_options)
-        rows = self.spark.sql(optimize_sql(ctx.table.path, action.partition,
-                                           action.params.get("z_order_by") or ())).collect()
-        metrics = rows[0]["metrics"] if rows else None
-        after = delta_guard.latest_version(ctx.table.path, self.storage_options)
-        out = ActionOutcome(version_before=before, version_after=after)
-        if metrics is not None:
-            out.files_removed, out.files_added = metrics["numFilesRemoved"], metrics["numFilesAdded"]
-        if after > before:
-            own = delta_guard.read_commit(ctx.table.path, after, self.storage_options)
-            if own is not None:
-                records = dict(zip(ctx.state.files.column("path").to_pylist(),
-                                   ctx.state.files.column("num_records").to_pylist()))
-                out = LocalEngine._outcome(own, before, records)
-        return out
-
-    def _native_vacuum(self, action: Action, ctx: ActionContext) -> ActionOutcome:
-        rows = self.spark.sql(vacuum_sql(ctx.table.path, action.params["retention_hours"], ctx.dry_run)).collect()
-        return ActionOutcome(details={"dry_run": ctx.dry_run, "file_count": len(rows)})
+        return self.spark.sql(statement).collect()
 
     # ----------------------------------------------------------------- the rewrite path
 
-    def _rewrite(self, action: Action, ctx: ActionContext) -> ActionOutcome:
-        from deltalake import DeltaTable
+    def max_concurrent_rewrites(self) -> int:
+        if self.target.threads:
+            return int(self.target.threads)
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
+
+    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        uri = ctx.table.path
-        dt = DeltaTable(uri, storage_options=self.storage_options or None)
-        read_version = dt.version()
-        snap = pa.table(dt.get_add_actions(flatten=True))
-        pcols = list(dt.metadata().partition_columns)
-        rows = {r["path"]: r for r in snap.select(
-            ["path", "size_bytes", "num_records"] + [f"partition.{c}" for c in pcols]).to_pylist()}
-        gone = [p for p in action.input_paths if p not in rows]
-        if gone:
-            raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})")
-        delta_commit.clean_journals(uri, self.storage_options, set(rows))
-        arrow_schema = pa.schema(dt.schema().to_arrow())
-        data_schema = pa.schema([f for f in arrow_schema if f.name not in pcols])
-        spark_schema = from_arrow_schema(data_schema)
-        fs, base = table_fs(uri)
-        marker = ctx.commit_metadata["compactor.action"]
-        journal = marker.replace(":", "_").replace("/", "_") + "-" + uuid.uuid4().hex[:8]
-        added: list[NewFile] = []
-        removed: list[dict[str, Any]] = []
-        staging_dirs: list[str] = []
-        try:
-            for i, bin_files in enumerate(action.bins):
-                pv = {c: rows[bin_files[0]][f"partition.{c}"] for c in pcols}
-                if any({c: rows[p][f"partition.{c}"] for c in pcols} != pv for p in bin_files):
-                    raise ApplyError("a bin mixes files of different partitions; refusing to rewrite it")
-                part_dir = posixpath.dirname(bin_files[0])
-                # one `_`-prefixed folder per bin: Spark and Delta readers ignore it
-                staging = posixpath.join(part_dir, f"_compactor_staging_{journal}_{i}") if part_dir \
-                    else f"_compactor_staging_{journal}_{i}"
-                final = delta_commit.new_file_name(part_dir)
-                staging_dirs.append(staging)
-                delta_commit.write_journal(uri, journal, {"files": [f.path for f in added] + [final],
-                                                          "staging": staging_dirs})
-                self._write_bin(uri, bin_files, spark_schema, staging, action)
-                self._move_single_output(fs, base, staging, final)
-                local_final = f"{base}/{final}"
-                check_written_schema(local_final, data_schema, fs)
-                n, stats = footer_stats(local_final, fs)
-                added.append(NewFile(final, fs.get_file_info(local_final).size, pv, stats, n))
-                removed += [{"path": p, "size_bytes": rows[p]["size_bytes"], "partition_values": pv} for p in bin_files]
-            delta_commit.commit_rewrite(uri, self.storage_options, removed=removed, added=added,
-                                        partition_columns=pcols, commit_metadata=ctx.commit_metadata)
-        except BaseException:
-            self._discard_uncommitted(uri, journal, [f.path for f in added], staging_dirs)
-            raise
-        delta_commit.clear_journal(uri, journal)
-        own = delta_guard.find_own_commit(uri, self.storage_options, read_version, marker)
-        records = {p: r["num_records"] for p, r in rows.items()}
-        outcome = LocalEngine._outcome(own, read_version, records)
-        outcome.details["bins"] = len(action.bins)
-        overlap = delta_guard.find_overlapping_removes(uri, self.storage_options, read_version, own.version,
-                                                       own.removes)
-        if overlap:
-            repair_v = delta_guard.repair_duplicate_commit(uri, self.storage_options, own, overlap,
-                                                           {**ctx.commit_metadata, "compactor.action": marker + ":repair"},
-                                                           records)
-            outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair_v}
-            outcome.version_after = repair_v
-            outcome.files_added = outcome.files_removed = 0
-        if outcome.rows_added is None:
-            outcome.rows_added = sum(stats_records(a) or 0 for a in own.adds.values())
-        return outcome
+        spark_schema = from_arrow_schema(schema)
+        workers = min(self.max_concurrent_rewrites(), len(jobs)) if jobs else 1
+        if workers <= 1:
+            return [self._rewrite_bin(j, schema, spark_schema) for j in jobs]
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spark-bin") as pool:
+            return list(pool.map(lambda j: self._rewrite_bin(j, schema, spark_schema), jobs))
 
-    def _discard_uncommitted(self, uri: str, journal: str, files: Sequence[str], staging_dirs: Sequence[str]) -> None:
-        """Delete what a failed rewrite wrote - unless the commit landed after all (an interrupt inside
-        the commit call): files the log references are never deleted. If the log cannot be read, the
-        journal stays and the next run's clean_journals decides."""
-        from deltalake import DeltaTable
-
-        fs, base = table_fs(uri)
-        try:
-            live = set(pa.table(DeltaTable(uri, storage_options=self.storage_options or None)
-                                .get_add_actions(flatten=True)).column("path").to_pylist())
-        except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
-            log.warning("%s: cannot read the log to clean up; journal %s kept for the next run", uri, journal)
-            return
-        for path in files:
-            if path not in live:
-                delta_commit.delete_quietly(fs, f"{base}/{path}")
-        for staging in staging_dirs:
-            delta_commit.delete_quietly(fs, f"{base}/{staging}")
-        delta_commit.clear_journal(uri, journal)
-
-    def _write_bin(self, uri: str, files: Sequence[str], schema: Any, staging: str, action: Action) -> None:
-        root = uri.rstrip("/")
-        df = self.spark.read.schema(schema).parquet(*[f"{root}/{p}" for p in files])
-        df = df.coalesce(1)
-        if action.type == "sort":
-            df = df.sortWithinPartitions(*action.params.get("sort_by", []))
-        df.write.mode("errorifexists").parquet(f"{root}/{staging}")
-
-    @staticmethod
-    def _move_single_output(fs: Any, base: str, staging: str, final: str) -> None:
-        import pyarrow.fs as pafs
-
-        outputs = [i.path for i in fs.get_file_info(pafs.FileSelector(f"{base}/{staging}"))
+    def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
+        fs, out = filesystem(job.output, self.storage_options)
+        rows_in = footer_rows(job.inputs, self.storage_options)
+        df = self.spark.read.schema(spark_schema).parquet(*job.inputs).coalesce(1)
+        if job.sort_by:
+            df = df.sortWithinPartitions(*job.sort_by)
+        df.write.mode("errorifexists").parquet(job.staging)
+        _, staging = filesystem(job.staging, self.storage_options)
+        outputs = [i.path for i in fs.get_file_info(pafs.FileSelector(staging))
                    if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")
                    and i.path.endswith(".parquet")]
         if len(outputs) != 1:
-            raise ApplyError(f"expected one output file from Spark in {staging}, found {len(outputs)}")
-        fs.move(outputs[0], f"{base}/{final}")
-        delta_commit.delete_quietly(fs, f"{base}/{staging}")
+            raise ApplyError(f"expected one output file from Spark in {job.staging}, found {len(outputs)}")
+        fs.move(outputs[0], out)
+        fs.delete_dir(staging)
+        check_written_schema(out, schema, fs)
+        rows, stats = footer_stats(out, fs)
+        return WrittenFile(job.output, fs.get_file_info(out).size, rows, rows_in, stats)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from compactor.apply.results import RunResults
+from compactor.models.results import RunResults
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.units import format_size
 

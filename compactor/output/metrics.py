@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-from compactor.apply.results import RunResults
+from compactor.models.results import RunResults
 from compactor.errors import UsageError
 from compactor.planning.plan import REWRITE_ACTIONS, Plan
 

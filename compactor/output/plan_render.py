@@ -30,11 +30,11 @@ def _action_row(a: Action) -> tuple[str, ...]:
         return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}",
                 format_size(a.input_bytes), "-" if a.rows is None else f"{a.rows:,}")
     if a.type == "set_properties":
-        props = ", ".join(f"{k}={v}" for k, v in a.params.get("properties", {}).items())
+        props = ", ".join(f"{k}={v}" for k, v in a.params().get("properties", {}).items())
         return (a.type, "(table)", "", "", props)
     if a.type == "vacuum":
-        n = a.params.get("files_to_delete")
-        return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params.get('retention_hours')}h")
+        n = a.params().get("files_to_delete")
+        return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params().get('retention_hours')}h")
     return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
 
 

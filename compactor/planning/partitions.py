@@ -14,8 +14,10 @@ from typing import Any, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from compactor.planning.actions import (Action, CompactAction, Precondition, RewriteAction, SortAction,
+                                        ZOrderAction)
 from compactor.planning.bins import plan_bins
-from compactor.planning.plan import Action, Precondition, Skip
+from compactor.planning.plan import Skip
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
 
@@ -78,14 +80,16 @@ def plan_partitions(
     now: dt.datetime,
     bin_model: str,
     version: int | None,
-    action_type: str = "compact",
     where: Predicate | None = None,
     eligible: pa.Array | None = None,
+    action_class: type[RewriteAction] | None = None,
+    action_fields: Mapping[str, Any] | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
     ``eligible``: optional boolean mask; files where it is False are never rewritten (sinks: files
-    not listed in the latest .compact).
+    not listed in the latest .compact). ``action_class``/``action_fields``: the action to build (default:
+    by strategy, CompactAction / ZOrderAction / SortAction) and extra fields for it (sink guards).
     """
     if files.num_rows == 0:
         return [], [Skip("no_files", None, {"files": 0}, "the table has no live files")]
@@ -96,9 +100,10 @@ def plan_partitions(
     if eligible is not None:
         small = pc.and_(small, eligible)
     agg_input = pa.table({"k": keys, "size": files.column("size_bytes"), "mtime": files.column("modification_time"),
-                          "small": pc.cast(small, pa.int64())})
+                          "small": pc.cast(small, pa.int64()),
+                          "small_size": pc.if_else(small, files.column("size_bytes"), 0)})
     agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
-                                             ("mtime", "min"), ("small", "sum")])
+                                             ("mtime", "min"), ("small", "sum"), ("small_size", "sum")])
     stats = {row["k"]: row for row in agg.to_pylist()}
     all_values = {k: _values_of(k, partition_columns) for k in stats}
 
@@ -137,6 +142,13 @@ def plan_partitions(
         if s["small_sum"] == 0:
             skip(k, "already_compact", "no file is below min_file_size", min_file_size=c.min_file_size)
             continue
+        ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
+        if s["small_sum"] <= ideal:
+            # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
+            skip(k, "already_compact", f"{s['small_sum']} small file(s) holding {s['small_size_sum']} bytes: already "
+                 f"the fewest files at target_file_size {c.target_file_size}", ideal_files=ideal,
+                 target_file_size=c.target_file_size)
+            continue
         if s["small_sum"] < c.triggers.min_input_files:
             skip(k, "below_min_input_files", f"{s['small_sum']} small file(s) < min_input_files {c.triggers.min_input_files}",
                  min_input_files=c.triggers.min_input_files)
@@ -149,12 +161,16 @@ def plan_partitions(
         survivors.append(k)
 
     candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
-                                version, action_type, eligible, skip)
+                                version, eligible, skip, action_class, dict(action_fields or {}))
     return _apply_budget(candidates, c, skips)
 
 
+def _action_class(c: Compaction) -> type[RewriteAction]:
+    return {"bin_pack": CompactAction, "z_order": ZOrderAction, "sort": SortAction}[c.strategy]
+
+
 def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
-                   action_type, eligible, skip) -> list[_Candidate]:
+                   eligible, skip, action_class, action_fields) -> list[_Candidate]:
     if not survivors:
         return []
     wanted = pc.is_in(keys, value_set=pa.array(survivors, pa.string()))
@@ -206,19 +222,19 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         in_bytes = sum(map(p_sizes.__getitem__, input_idx))
         rec = list(map(p_rec.__getitem__, input_idx))
         in_paths = list(map(p_paths.__getitem__, input_idx))
-        params: dict[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
-                                  "bin_model": bin_model, "strategy": c.strategy, "method": c.method}
-        if c.strategy == "z_order":
-            params["z_order_by"] = list(c.z_order_by)
-        if c.strategy == "sort":
-            params["sort_by"] = list(c.sort_by)
-        action = Action(
-            type=action_type if c.strategy == "bin_pack" or action_type.startswith("sink") else c.strategy,
+        cls = action_class or _action_class(c)
+        typed: dict[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
+                                 "bin_model": bin_model, "method": c.method, **action_fields}
+        if cls is ZOrderAction:
+            typed["z_order_by"] = tuple(c.z_order_by)
+        if cls is SortAction:
+            typed["sort_by"] = tuple(c.sort_by)
+        action = cls(
             partition=values, input_files=n_in, input_bytes=in_bytes, expected_output_files=outputs,
             expected_output_bytes=in_bytes, rows=None if None in rec else sum(rec),
             precondition=Precondition.of(version, in_paths),
             bins=tuple(tuple(map(p_paths.__getitem__, b)) for b in bins) if c.strategy == "bin_pack" else (tuple(in_paths),),
-            params=params, reason=reason,
+            reason=reason, **typed,
         )
         out.append(_Candidate(values, action, stats[k]["mtime_min"] or 0))
     return out

@@ -1,24 +1,26 @@
 """The plan artifact: frozen, versioned, serialisable data (schemas/plan.schema.json).
 
-A plan is a list of table plans; each holds actions (a tagged union by ``type``) and explicit skips
-with reason codes. Every action carries the precondition it was planned under (table version and the
-exact files it replaces), which apply checks again before running it.
+A plan is a list of table plans; each holds actions (a tagged union by ``type``, planning/actions.py)
+and explicit skips with reason codes. Every action carries the precondition it was planned under (table
+version and the exact files it replaces), which apply checks again before running it. The plan as a whole
+carries a digest of its own content, so apply can tell a plan as `compactor plan` wrote it from an edited
+one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
+
+from compactor.planning.actions import (REWRITE_ACTIONS, Action, Precondition, action_from_dict,
+                                        action_to_dict, digest_paths)
+
+__all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "TablePlan",
+           "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]
 
 SCHEMA_VERSION = 1
-
-ActionType = Literal[
-    "compact", "z_order", "sort", "vacuum", "set_properties", "sink_compact", "sink_prune",
-    "sink_delete_replaced",
-]
-#: actions that rewrite data files (and so must preserve rows exactly)
-REWRITE_ACTIONS = frozenset({"compact", "z_order", "sort", "sink_compact"})
 
 # Skip reason codes (documented in README; the planner uses only these)
 SKIP_REASONS = (
@@ -40,50 +42,6 @@ SKIP_REASONS = (
     "downstream_readers",        # sink: downstream streaming readers not acknowledged
     "invalid_policy",            # the policy does not fit the table (e.g. where on a non-partition column)
 )
-
-
-def digest_paths(paths: list[str] | tuple[str, ...]) -> str:
-    # in the given order (bin order): sorting a million paths costs more than the rest of the digest
-    # one join, then the newline terminating the last path: the same bytes as p + "\n" for each path
-    return "sha256:" + hashlib.sha256(("\n".join(paths) + "\n").encode() if paths else b"").hexdigest()
-
-
-@dataclass(frozen=True)
-class Precondition:
-    """What must still hold when the action runs: the table version it was planned against and the
-    digest of the exact files it replaces (the files themselves are listed once, in Action.bins)."""
-
-    table_version: int | None
-    digest: str = ""
-
-    @classmethod
-    def of(cls, version: int | None, files: list[str] | tuple[str, ...]) -> "Precondition":
-        return cls(version, digest_paths(files))
-
-
-@dataclass(frozen=True)
-class Action:
-    type: ActionType
-    partition: Mapping[str, str | None] = field(default_factory=dict)
-    input_files: int = 0
-    input_bytes: int = 0
-    expected_output_files: int = 0
-    expected_output_bytes: int = 0
-    rows: int | None = None
-    precondition: Precondition = field(default_factory=lambda: Precondition(None))
-    #: exact input files of each output file (rewrite engines write one file per bin); their union is
-    #: exactly the set of files the action replaces (paths relative to the table root for Delta)
-    bins: tuple[tuple[str, ...], ...] = ()
-    #: type-specific parameters: target_file_size, z_order_by, sort_by, retention_hours,
-    #: properties {key: value}, files_to_delete, manifest (sink), ...
-    params: Mapping[str, Any] = field(default_factory=dict)
-    #: one line for humans: why this action exists / what the estimate assumes
-    reason: str = ""
-
-    @property
-    def input_paths(self) -> tuple[str, ...]:
-        """Every file this action replaces (the union of its bins)."""
-        return tuple(p for b in self.bins for p in b)
 
 
 @dataclass(frozen=True)
@@ -140,6 +98,8 @@ class Plan:
     schema_version: int = SCHEMA_VERSION
     #: selection and vars used (for reproducing the plan)
     invocation: Mapping[str, Any] = field(default_factory=dict)
+    #: sha256 of the plan's content as written (plan_digest); "" for a plan not read from a file
+    digest: str = ""
 
     @property
     def has_changes(self) -> bool:
@@ -169,24 +129,13 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
 # ---------------------------------------------------------------- serialisation
 
 
-def _action_to_dict(a: Action) -> dict[str, Any]:
-    # built by hand: dataclasses.asdict deep-copies every path string, which dominates large plans
-    return {
-        "type": a.type, "partition": dict(a.partition), "input_files": a.input_files,
-        "input_bytes": a.input_bytes, "expected_output_files": a.expected_output_files,
-        "expected_output_bytes": a.expected_output_bytes, "rows": a.rows,
-        "precondition": {"table_version": a.precondition.table_version, "digest": a.precondition.digest},
-        "bins": [list(b) for b in a.bins], "params": dict(a.params), "reason": a.reason,
-    }
-
-
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     tables = []
     for t in plan.tables:
         tables.append({
             "name": t.name, "path": t.path, "format": t.format, "engine": t.engine, "version": t.version,
             "bin_model": t.bin_model, "partition_columns": list(t.partition_columns),
-            "actions": [_action_to_dict(a) for a in t.actions],
+            "actions": [action_to_dict(a) for a in t.actions],
             "skipped": [asdict(s) for s in t.skipped],
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
@@ -196,21 +145,24 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "tables": tables, "totals": asdict(plan.totals), "invocation": dict(plan.invocation)}
 
 
-def _action_from_dict(d: Mapping[str, Any]) -> Action:
-    pre = d.get("precondition") or {}
-    return Action(
-        type=d["type"],
-        partition=dict(d.get("partition") or {}),
-        input_files=int(d.get("input_files", 0)),
-        input_bytes=int(d.get("input_bytes", 0)),
-        expected_output_files=int(d.get("expected_output_files", 0)),
-        expected_output_bytes=int(d.get("expected_output_bytes", 0)),
-        rows=d.get("rows"),
-        precondition=Precondition(pre.get("table_version"), pre.get("digest", "")),
-        bins=tuple(tuple(b) for b in d.get("bins") or ()),
-        params=dict(d.get("params") or {}),
-        reason=d.get("reason", ""),
-    )
+def dumps_compact(value: object) -> str:
+    """The one JSON form plans are written and digested in (compact separators, key order kept)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def plan_digest(data: Mapping[str, Any]) -> str:
+    """sha256 of a plan document without its ``digest`` key, in the form ``dumps_compact`` writes.
+    json.loads keeps key order and json.dumps reproduces the same text, so a plan read back from its
+    file digests to the same value unless someone edited it."""
+    h = hashlib.sha256()
+    tables = data.get("tables") or []
+    h.update(dumps_compact({k: v for k, v in data.items() if k not in ("digest", "tables")}).encode())
+    for t in tables:  # action by action: one dumps of a million-path plan would hold the whole text
+        h.update(b"\n")
+        h.update(dumps_compact({k: v for k, v in t.items() if k != "actions"}).encode())
+        for a in t.get("actions") or ():
+            h.update(dumps_compact(a).encode())
+    return "sha256:" + h.hexdigest()
 
 
 def plan_from_dict(d: Mapping[str, Any]) -> Plan:
@@ -221,7 +173,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
             name=t["name"], path=t["path"], format=t["format"], engine=t["engine"],
             version=t.get("version"), bin_model=t.get("bin_model", "delta-rs"),
             partition_columns=tuple(t.get("partition_columns") or ()),
-            actions=tuple(_action_from_dict(a) for a in t.get("actions", ())),
+            actions=tuple(action_from_dict(a) for a in t.get("actions", ())),
             skipped=tuple(Skip(reason=s["reason"], partition=s.get("partition"),
                                details=dict(s.get("details") or {}), message=s.get("message", ""))
                           for s in t.get("skipped", ())),
@@ -234,5 +186,5 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
         compactor_version=d["compactor_version"], generated_at=d["generated_at"],
         project=d.get("project", ""), target=dict(d.get("target") or {}), tables=tuple(tables),
         totals=totals, schema_version=int(d["schema_version"]),
-        invocation=dict(d.get("invocation") or {}),
+        invocation=dict(d.get("invocation") or {}), digest=d.get("digest", ""),
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-from compactor.planning.plan import Action, Precondition, Skip
+from compactor.planning.actions import Action, Precondition, SetPropertiesAction, VacuumAction
+from compactor.planning.plan import Skip
 from compactor.policy.model import Retention
-from compactor.state.model import TableState
+from compactor.models.state import TableState
 
 DELETED = "delta.deletedFileRetentionDuration"
 LOG = "delta.logRetentionDuration"
@@ -35,6 +36,22 @@ def format_interval(seconds: int) -> str:
     return f"interval {seconds} seconds"
 
 
+def vacuum_retention_hours(retention: Retention) -> int:
+    """VACUUM's horizon in whole hours: never below the declared retention nor the slowest reader."""
+    hours = max(1, -(-retention.deleted_file_retention // 3600))
+    if retention.min_reader_lag is not None:
+        hours = max(hours, -(-retention.min_reader_lag // 3600))
+    return hours
+
+
+def declared_properties(retention: Retention) -> dict[str, str]:
+    """The table properties a policy's retention declares (as set_properties would write them)."""
+    wanted = {DELETED: format_interval(retention.deleted_file_retention)}
+    if retention.log_retention is not None:
+        wanted[LOG] = format_interval(retention.log_retention)
+    return wanted
+
+
 def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action], list[Skip]]:
     actions: list[Action] = []
     skips: list[Skip] = []
@@ -52,22 +69,18 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
             changes[key] = format_interval(secs)
             current[key] = state.properties.get(key)
     if changes and retention.manage_properties:
-        actions.append(Action(
-            type="set_properties", precondition=Precondition(state.version),
-            params={"properties": changes, "current": current},
+        actions.append(SetPropertiesAction(
+            precondition=Precondition(state.version), properties=changes, current=current,
             reason="table properties drift from the declared retention",
         ))
     elif not changes:
         skips.append(Skip("retention_in_sync", None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
     if retention.vacuum.enabled:
-        hours = max(1, -(-retention.deleted_file_retention // 3600))
-        if retention.min_reader_lag is not None:
-            hours = max(hours, -(-retention.min_reader_lag // 3600))
-        actions.append(Action(
-            type="vacuum", precondition=Precondition(state.version),
-            params={"retention_hours": hours, "dry_run_first": retention.vacuum.dry_run_first,
-                    "files_to_delete": state.vacuum_candidates},
+        hours = vacuum_retention_hours(retention)
+        actions.append(VacuumAction(
+            precondition=Precondition(state.version), retention_hours=hours,
+            dry_run_first=retention.vacuum.dry_run_first, files_to_delete=state.vacuum_candidates,
             input_files=state.vacuum_candidates or 0,
             reason=f"delete files removed from the log more than {hours}h ago"
                    + (f" ({state.vacuum_candidates} file(s) now)" if state.vacuum_candidates is not None else ""),

@@ -66,3 +66,15 @@ class Project:
     def target_dir(self) -> Path:
         p = Path(self.target_path)
         return p if p.is_absolute() else self.root / p
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    """Options shared by every command (dbt-style)."""
+
+    project_dir: Path = Path(".")
+    profiles_dir: Path | None = None
+    target: str | None = None
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()

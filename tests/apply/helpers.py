@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.planning.build import build_plan
+from compactor.tasks.plan import build_plan
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.state.delta import read_delta_state
+from compactor.formats.delta.state import read_delta_state
 
 
 def make_table(path: Path, *, partitions: int = 3, appends: int = 8, rows: int = 50, start: int = 0) -> int:
@@ -38,7 +38,10 @@ def ids(path: Path) -> Counter:
     uris = dt_.file_uris()
     if not uris:
         return Counter()
-    return Counter(pq.read_table(uris, columns=["id"], use_threads=False).column("id").to_pylist())
+    # file by file: some writers (delta-spark OPTIMIZE) also store partition columns inside data files,
+    # which pyarrow's multi-file read would try to merge with the hive partitions of the paths
+    return Counter(i for u in uris for i in pq.ParquetFile(u).read(columns=["id"], use_threads=False)
+                   .column("id").to_pylist())
 
 
 def exactly_once(path: Path, expected: int) -> None:

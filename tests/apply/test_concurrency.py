@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from compactor.apply.runner import apply_plan
-from compactor.engines import delta_guard
+from compactor.tasks.apply import apply_plan
+from compactor.formats.delta import commit as commit_mod, guard as delta_guard
+from compactor.formats.delta.commit import RemovedFile, find_commit
+from compactor.formats.delta.state import read_delta_state
 from compactor.engines.local import LocalEngine
 from compactor.project.model import Target
 
-from tests.apply.helpers import exactly_once, ids, make_table, plan_for
+from tests.apply.helpers import exactly_once, ids, make_table, on_disk_unreferenced, plan_for
 
 
 def test_delta_rs_duplicates_rows_when_two_compactions_race(tmp_path: Path) -> None:
@@ -30,20 +32,39 @@ def test_delta_rs_duplicates_rows_when_two_compactions_race(tmp_path: Path) -> N
 
 
 class _RacedEngine(LocalEngine):
-    """The local engine, with another tool's compaction committing right after compactor loaded its
-    snapshot: exactly the race window between compactor's re-check and delta-rs' commit."""
+    """The local engine, with another tool's compaction committing while compactor writes its files."""
 
-    def _table(self, uri: str) -> DeltaTable:
-        ours = DeltaTable(uri)
-        DeltaTable(uri).optimize.compact()  # the other tool wins the race
-        return ours
+    def rewrite(self, jobs, schema):
+        out = super().rewrite(jobs, schema)
+        DeltaTable(str(Path(jobs[0].output).parents[1])).optimize.compact()  # the other tool commits first
+        return out
 
 
-def test_post_commit_scan_repairs_a_racing_compaction(tmp_path: Path) -> None:
+def test_a_compaction_committed_during_the_rewrite_makes_ours_stale(tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = make_table(t, partitions=1)
-    plan = plan_for(t)
-    run = apply_plan(plan, target=Target(), engine=_RacedEngine())
+    run = apply_plan(plan_for(t), target=Target(), engine=_RacedEngine())
+    (r,) = run.results
+    assert r.status == "stale" and "removed by a concurrent commit" in r.error
+    assert on_disk_unreferenced(t) == set()  # our outputs were deleted
+    exactly_once(t, n)
+
+
+def test_post_commit_scan_repairs_a_compaction_that_lands_inside_the_commit_window(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """The other tool commits after compactor's last re-check and before its commit (the window the
+    re-check cannot close): compactor's commit duplicates rows, finds it and repairs at once."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1)
+    recheck = commit_mod.removed_since
+
+    def recheck_then_race(*args, **kwargs):
+        found = recheck(*args, **kwargs)
+        DeltaTable(str(t)).optimize.compact()  # lands between the re-check and our commit
+        return found
+
+    monkeypatch.setattr(commit_mod, "removed_since", recheck_then_race)
+    run = apply_plan(plan_for(t), target=Target())
     (r,) = run.results
     assert r.status == "success", r.error
     assert r.details["repaired"]["overlapping_removes"] == 8
@@ -73,26 +94,23 @@ def _rewrite_two_files(path: Path) -> None:
     dt_.create_write_transaction(actions, mode="append", schema=dt_.schema(), partition_by=["date"])
 
 
-@pytest.mark.parametrize("form", ["paths", "commit"])
-def test_repair_readds_files_only_we_removed(tmp_path: Path, form: str) -> None:
+def test_repair_readds_files_only_we_removed(tmp_path: Path) -> None:
     """Partial overlap: the other compaction removed two of our inputs; ours removed all six."""
-    t = tmp_path / "t"
-    n = make_table(t, partitions=1, appends=6)
-    ours = DeltaTable(str(t))
-    read_v = ours.version()
-    _rewrite_two_files(t)
     from deltalake.transaction import CommitProperties
 
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=6)
+    state = read_delta_state(str(t))
+    ours = DeltaTable(str(t))
+    _rewrite_two_files(t)
     ours.optimize.compact(commit_properties=CommitProperties(custom_metadata={"compactor.action": "m1"}))
     assert sum(ids(t).values()) > n  # duplicated
-    own = delta_guard.find_own_commit(str(t), None, read_v, "m1")
-    overlap = delta_guard.find_overlapping_removes(str(t), None, read_v, own.version, own.removes)
+    own = find_commit(str(t), None, state.version, "m1")
+    overlap = delta_guard.overlapping_removes(str(t), None, state.version, own.version, own.removes)
     assert len(overlap) == 2 and len(own.removes) == 6
-    if form == "paths":
-        delta_guard.repair_duplicate_commit(str(t), None, list(own.adds), list(own.removes), overlap,
-                                            own_version=own.version, commit_metadata={"compactor.action": "m1:repair"})
-    else:  # the form the spark engine uses: the Commit found by find_own_commit
-        delta_guard.repair_duplicate_commit(str(t), None, own, overlap, {"compactor.action": "m1:repair"}, {})
+    inputs = [RemovedFile(r["path"], r["size_bytes"], {"date": r["partition.date"]}, r["num_records"])
+              for r in state.files.to_pylist() if r["path"] in own.removes]
+    delta_guard.undo_commit(DeltaTable(str(t)), str(t), None, own, inputs, overlap, {"compactor.action": "m1"})
     exactly_once(t, n)
 
 
@@ -100,13 +118,13 @@ def test_two_applies_racing_leave_every_row_once(tmp_path: Path) -> None:
     """Two compactor processes apply the same plan at the same moment."""
     t = tmp_path / "t"
     n = make_table(t, partitions=4, appends=10)
-    from compactor.planning.io import write_plan
+    from compactor.tasks.plan_file import write_plan
 
     write_plan(plan_for(t), tmp_path / "plan.json")
     script = textwrap.dedent(f"""
         import sys, time
-        from compactor.apply.runner import apply_plan
-        from compactor.planning.io import load_plan
+        from compactor.tasks.apply import apply_plan
+        from compactor.tasks.plan_file import load_plan
         from compactor.project.model import Target
         plan = load_plan({str(tmp_path / 'plan.json')!r})
         start = float(sys.argv[1])

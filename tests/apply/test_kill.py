@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
-from compactor.planning.io import write_plan
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan_file import write_plan
 from compactor.project.model import Target
 
-from compactor.apply.journal import journal_dir
+from compactor.runtime.journal import journal_dir
 
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
@@ -26,8 +26,8 @@ KILLS = 12
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from compactor.apply.runner import apply_plan
-    from compactor.planning.io import load_plan
+    from compactor.tasks.apply import apply_plan
+    from compactor.tasks.plan_file import load_plan
     from compactor.project.model import Target
     print("ready", flush=True)
     apply_plan(load_plan(sys.argv[1]), target=Target())

@@ -10,7 +10,7 @@ import jsonschema
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.apply.runner import apply_plan
+from compactor.tasks.apply import apply_plan
 from compactor.policy.schema import load_schema
 from compactor.project.model import Project, Target
 

@@ -14,8 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from compactor.apply.journal import JournalEntry, journal_dir, recover_orphans
-from compactor.apply.runner import apply_plan
+from compactor.formats import get_format
+from compactor.runtime.journal import JournalEntry, journal_dir
+from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
 
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
@@ -26,11 +27,16 @@ def _dead_pid() -> int:
                               text=True, check=True).stdout)
 
 
-def _journal(t: Path, folders: list[str], started: float, heartbeat: float, pid: int) -> Path:
+def recover_orphans(table: str, grace_s: float) -> list[str]:
+    return get_format("delta").recover(table, {}, grace_s=grace_s)
+
+
+def _journal(t: Path, folders: list[str], started: float, heartbeat: float, pid: int,
+             outputs: list[str] | None = None) -> Path:
     jdir = journal_dir(str(t))
     jdir.mkdir(parents=True, exist_ok=True)
-    entry = JournalEntry("run-x", "run-x:t:0", str(t), DeltaTable(str(t)).version(), folders, pid=pid,
-                         started_at=started, heartbeat_at=heartbeat)
+    entry = JournalEntry("run-x", "run-x:t:0", str(t), DeltaTable(str(t)).version(), outputs=outputs or [],
+                         folders=folders, pid=pid, started_at=started, heartbeat_at=heartbeat)
     path = jdir / "run-x-t-0.json"
     path.write_text(json.dumps(entry.__dict__))
     return path
@@ -83,31 +89,42 @@ def test_journal_of_a_running_process_is_left_alone(tmp_path: Path) -> None:
         proc.wait()
 
 
-def test_failed_rewrite_leaves_a_journal_and_the_next_run_cleans_up(tmp_path: Path) -> None:
-    """An engine that writes a file and dies before committing (as delta-rs does when killed)."""
+def test_named_outputs_of_a_dead_run_are_deleted_at_once_unless_committed(tmp_path: Path) -> None:
+    """compactor names every output before writing it: a dead run's outputs that no commit references
+    are deleted without waiting for the grace period, and a committed one is kept."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=3)
+    orphan = _orphan_like_delta_rs(t, "date=2024-01-01", "part-orphan-compactor.c000.snappy.parquet")
+    live = pa.table(DeltaTable(str(t)).get_add_actions(flatten=True)).column("path").to_pylist()
+    jfile = _journal(t, [], time.time() - 1, time.time(), _dead_pid(),
+                     outputs=["date=2024-01-01/" + orphan.name, live[0]])
+    assert recover_orphans(str(t), grace_s=3600) == ["date=2024-01-01/" + orphan.name]
+    assert not orphan.exists() and (t / live[0]).exists() and not jfile.exists()
+    exactly_once(t, n)
+
+
+def test_failed_rewrite_leaves_nothing_and_the_next_run_succeeds(tmp_path: Path) -> None:
+    """An engine that writes its outputs and fails before the commit: what it wrote is deleted at once
+    (the journal named it), nothing is committed, and the next run compacts normally."""
+    from compactor.engines.local import LocalEngine
+
     t = tmp_path / "t"
     n = make_table(t, partitions=1, appends=4)
-    written: list[Path] = []
+    written: list[str] = []
 
-    class _CrashingEngine:
-        name = "local"
-
-        def versions(self) -> dict[str, str]:
-            return {}
-
-        def run(self, action, ctx):
-            written.append(_orphan_like_delta_rs(t, "date=2024-01-01", "part-00000-ffff-c000.zstd.parquet"))
+    class _CrashingEngine(LocalEngine):
+        def rewrite(self, jobs, schema):
+            files = super().rewrite(jobs, schema)
+            written.extend(f.location for f in files)
             raise OSError("disk full")
 
-        def close(self) -> None:
-            pass
-
+    version = DeltaTable(str(t)).version()
     run = apply_plan(plan_for(t), target=Target(), engine=_CrashingEngine(), orphan_grace_s=3600)
-    assert [r.status for r in run.results] == ["error"]
-    assert written[0].exists() and list(journal_dir(str(t)).glob("*.json"))
+    assert [r.status for r in run.results] == ["error"] and "disk full" in run.results[0].error
+    assert written and not any(Path(w).exists() for w in written)
+    assert DeltaTable(str(t)).version() == version
     run = apply_plan(plan_for(t), target=Target(), orphan_grace_s=0)
     assert run.ok, [r.error for r in run.results]
-    assert not written[0].exists()
     assert not list(journal_dir(str(t)).glob("*.json"))
     assert on_disk_unreferenced(t) == set()
     exactly_once(t, n)

@@ -1,4 +1,4 @@
-"""Verification after every rewrite: rows removed must equal rows added, from the log."""
+"""Verification of every rewrite: rows removed == rows added, from the parquet footers, before committing."""
 
 from __future__ import annotations
 
@@ -11,30 +11,56 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from compactor.apply.runner import apply_plan
+from dataclasses import replace
+
+from compactor.engines.local import LocalEngine
+from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
 
-from tests.apply.helpers import make_table, plan_for
+from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 
-def test_row_count_mismatch_stops_the_table(tmp_path: Path) -> None:
-    """A file whose log stats over-count its rows (a writer bug) makes the rewrite's row counts
-    disagree: the action is reported verification_failed and the table's later actions do not run."""
+def test_lying_log_statistics_do_not_matter_rows_come_from_footers(tmp_path: Path) -> None:
+    """A file whose log stats over-count its rows (a writer bug): the footers are the truth, the rewrite
+    keeps every row and succeeds (log statistics used to fail it after committing)."""
     t = tmp_path / "t"
-    make_table(t, partitions=2, appends=5)
+    n = make_table(t, partitions=2, appends=5)
     dt_ = DeltaTable(str(t))
     rel = "date=2024-01-01/part-lying-stats.parquet"
-    pq.write_table(pa.table({"id": pa.array(range(10_000, 10_010), pa.int64())}), t / rel)
+    pq.write_table(pa.table({"id": pa.array(range(n, n + 10), pa.int64())}), t / rel)
     dt_.create_write_transaction(
         [AddAction(rel, (t / rel).stat().st_size, {"date": "2024-01-01"}, int(time.time() * 1000), True,
                    json.dumps({"numRecords": 11}))],
         mode="append", schema=dt_.schema(), partition_by=["date"])
     run = apply_plan(plan_for(t), target=Target())
+    assert run.ok, [r.error for r in run.results]
+    r = next(r for r in run.results if r.partition["date"] == "2024-01-01")
+    assert r.rows_before == r.rows_after == 5 * 50 + 10
+    exactly_once(t, n + 10)
+
+
+class _DroppingEngine(LocalEngine):
+    """Writes one row too few into the first output: a rewrite bug the footers must catch."""
+
+    def rewrite(self, jobs, schema):
+        files = super().rewrite(jobs, schema)
+        first = files[0]
+        table = pq.read_table(first.location)
+        pq.write_table(table.slice(1), first.location)
+        return [replace(first, rows=table.num_rows - 1)] + files[1:]
+
+
+def test_an_output_with_a_wrong_row_count_is_caught_before_commit(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=5)
+    version = DeltaTable(str(t)).version()
+    run = apply_plan(plan_for(t), target=Target(), engine=_DroppingEngine())
     statuses = [(r.partition["date"], r.status) for r in run.results]
     assert statuses == [("2024-01-01", "verification_failed")]  # 2024-01-02 was not attempted
-    (r,) = run.results
-    assert r.rows_before == 5 * 50 + 11 and r.rows_after == 5 * 50 + 10
-    assert not run.ok
+    assert "nothing was committed" in run.results[0].error and not run.ok
+    assert DeltaTable(str(t)).version() == version
+    assert on_disk_unreferenced(t) == set()  # the bad output was deleted
+    exactly_once(t, n)
 
 
 def test_rows_unchanged_passes_verification(tmp_path: Path) -> None:

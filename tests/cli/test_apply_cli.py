@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from compactor.engines.lease import TableLease
+from compactor.runtime.lease import TableLease
 
 from tests.apply.helpers import exactly_once, ids, make_table
 from tests.cli.test_cli import cli, project
@@ -47,5 +47,6 @@ def test_dry_run_changes_nothing_and_metrics_are_written(tmp_path: Path) -> None
     assert sorted(x.name for x in a.rglob("*.parquet")) == before
     assert sum(ids(a).values()) == na
     assert metrics.exists() and metrics.stat().st_size > 0
-    results = json.loads((p / "target" / "run_results.json").read_text())
-    assert results["dry_run"] is True and {x["status"] for x in results["results"]} == {"skipped"}
+    # a dry run writes nothing anywhere: no results, no history, no lease or journal in the tables
+    assert not (p / "target" / "run_results.json").exists() and not (p / "target" / "history").exists()
+    assert not (a / "_compactor").exists() and not (b / "_compactor").exists()

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from compactor.cli import cli as main
-from compactor.inspect import inspect_path
+from compactor.tasks.inspect import inspect_path
 
 
 def make_sink(root: Path, batches: int = 7, interval: int = 3) -> None:

@@ -9,7 +9,7 @@ import jsonschema
 from click.testing import CliRunner
 
 from compactor.cli import cli
-from compactor.planning.io import load_plan
+from compactor.tasks.plan_file import load_plan
 from compactor.policy.schema import load_schema
 
 from tests.cli.test_cli import lake_project, project

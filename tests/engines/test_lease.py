@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from compactor.engines.lease import TableLease
+from compactor.runtime.lease import TableLease
 from compactor.errors import LeaseError
 
 
@@ -47,7 +47,7 @@ def test_expired_lease_is_taken_over_and_old_holder_cannot_renew(tmp_path: Path)
 
 def test_lease_of_dead_process_is_taken_over(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        from compactor.engines.lease import TableLease
+        from compactor.runtime.lease import TableLease
         TableLease({str(tmp_path)!r}, "crashed", 3600, heartbeat=False).acquire()
     """)], check=True)
     lease = TableLease(str(tmp_path), "b", 60)

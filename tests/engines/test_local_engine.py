@@ -1,4 +1,4 @@
-"""The local (delta-rs) engine on real tables: null partitions, z-order, vacuum, properties, refusals."""
+"""The local engine on real tables: null partitions, sort, z-order (delta-rs), vacuum, properties, refusals."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.apply.runner import apply_plan
-from compactor.engines.local import partition_filters
-from compactor.planning.plan import Action, Plan, Precondition, TablePlan
+from compactor.tasks.apply import apply_plan
+from compactor.formats.delta.run import partition_filters
+from compactor.planning.actions import (Action, CompactAction, Precondition, SetPropertiesAction, SortAction,
+                                        VacuumAction, ZOrderAction)
+from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 
 from tests.apply.helpers import exactly_once, make_table, plan_for
@@ -50,9 +52,9 @@ def test_z_order_rewrites_the_partition_and_keeps_rows(tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = make_table(t, partitions=2, appends=4)
     files = tuple(f["path"] for f in _live(t) if f["partition.date"] == "2024-01-01")
-    action = Action(type="z_order", partition={"date": "2024-01-01"}, input_files=len(files),
-                    precondition=Precondition.of(DeltaTable(str(t)).version(), files), bins=(files,),
-                    params={"z_order_by": ["id"], "target_file_size": 2**20})
+    action = ZOrderAction(partition={"date": "2024-01-01"}, input_files=len(files),
+                          precondition=Precondition.of(DeltaTable(str(t)).version(), files), bins=(files,),
+                          z_order_by=("id",), target_file_size=2**20, min_file_size=2**19)
     run = apply_plan(_plan(t, action, partition_columns=("date",)), target=Target())
     (r,) = run.results
     assert r.status == "success", r.error
@@ -68,7 +70,7 @@ def test_vacuum_dry_run_lists_files_and_real_run_deletes_only_removed_files(tmp_
     removed = {f for f in (p.name for p in (t / "date=2024-01-01").glob("*.parquet"))} - {
         Path(f["path"]).name for f in _live(t)}
     assert len(removed) == 5
-    vacuum = Action(type="vacuum", params={"retention_hours": 0})
+    vacuum = VacuumAction(retention_hours=0)
     run = apply_plan(_plan(t, vacuum), target=Target(), dry_run=True)
     (r,) = run.results
     assert r.status == "skipped" and r.details["file_count"] == 5
@@ -85,7 +87,7 @@ def test_vacuum_never_goes_below_the_tables_retention(tmp_path: Path) -> None:
     make_table(t, partitions=1, appends=3)
     DeltaTable(str(t)).optimize.compact()
     before = sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet"))
-    run = apply_plan(_plan(t, Action(type="vacuum", params={"retention_hours": 1})), target=Target())
+    run = apply_plan(_plan(t, VacuumAction(retention_hours=1)), target=Target())
     (r,) = run.results
     assert r.status == "error" and "below the table's delta.deletedFileRetentionDuration (168h)" in r.error
     assert sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet")) == before
@@ -95,7 +97,7 @@ def test_set_properties(tmp_path: Path) -> None:
     t = tmp_path / "t"
     make_table(t, partitions=1, appends=1)
     props = {"delta.deletedFileRetentionDuration": "interval 14 days", "delta.logRetentionDuration": "interval 60 days"}
-    run = apply_plan(_plan(t, Action(type="set_properties", params={"properties": props})), target=Target())
+    run = apply_plan(_plan(t, SetPropertiesAction(properties=props)), target=Target())
     assert run.ok, run.results[0].error
     conf = DeltaTable(str(t)).metadata().configuration
     assert {k: conf[k] for k in props} == props
@@ -106,19 +108,24 @@ def test_table_with_unwritable_feature_is_refused_naming_it(tmp_path: Path, fixt
     shutil.copytree(fixtures_dir / "delta-rs" / "checkpoint-v2-table", t)
     files = tuple(f["path"] for f in _live(t))
     before = DeltaTable(str(t)).version()
-    action = Action(type="compact", input_files=len(files), bins=(files,),
-                    precondition=Precondition.of(before, files), params={"target_file_size": 2**20})
+    action = CompactAction(input_files=len(files), bins=(files,), precondition=Precondition.of(before, files),
+                           target_file_size=2**20, min_file_size=2**19)
     run = apply_plan(_plan(t, action), target=Target())
     (r,) = run.results
     assert r.status == "error" and "identityColumns" in r.error
     assert DeltaTable(str(t)).version() == before
 
 
-def test_sort_strategy_needs_spark(tmp_path: Path) -> None:
+def test_sort_strategy_writes_sorted_files(tmp_path: Path) -> None:
     t = tmp_path / "t"
-    make_table(t, partitions=1, appends=2)
+    n = make_table(t, partitions=1, appends=4)
     files = tuple(f["path"] for f in _live(t))
-    action = Action(type="sort", partition={"date": "2024-01-01"}, bins=(files,), params={"sort_by": ["id"]})
-    (r,) = apply_plan(_plan(t, action), target=Target()).results
-    assert r.status == "error" and "spark engine" in r.error
-    assert len(pq.read_table(DeltaTable(str(t)).file_uris(), use_threads=False)) == 100
+    action = SortAction(partition={"date": "2024-01-01"}, input_files=len(files), bins=(files,),
+                        precondition=Precondition.of(DeltaTable(str(t)).version(), files), sort_by=("id",),
+                        target_file_size=2**20, min_file_size=2**19)
+    (r,) = apply_plan(_plan(t, action, partition_columns=("date",)), target=Target()).results
+    assert r.status == "success", r.error
+    (out,) = DeltaTable(str(t)).file_uris()
+    ids = pq.read_table(out).column("id").to_pylist()
+    assert ids == sorted(ids) and len(ids) == n
+    exactly_once(t, n)

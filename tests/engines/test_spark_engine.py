@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.apply.runner import apply_plan
+from compactor.tasks.apply import apply_plan
 from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
 from compactor.project.model import Target
 
@@ -109,11 +110,10 @@ def test_concurrent_appender_during_spark_apply(spark, tmp_path: Path) -> None:
 class _RacedSparkEngine(SparkEngine):
     """Another tool's compaction commits after this engine read the table and before it commits."""
 
-    def _write_bin(self, uri, files, schema, staging, action):  # type: ignore[override]
-        super()._write_bin(uri, files, schema, staging, action)
-        if not getattr(self, "raced", False):
-            self.raced = True
-            DeltaTable(uri).optimize.compact()
+    def rewrite(self, jobs, schema):
+        out = super().rewrite(jobs, schema)
+        DeltaTable(str(Path(jobs[0].output).parents[1])).optimize.compact()
+        return out
 
 
 def test_spark_guard_repairs_a_racing_compaction_or_refuses(spark, tmp_path: Path) -> None:
@@ -130,20 +130,23 @@ def test_spark_guard_repairs_a_racing_compaction_or_refuses(spark, tmp_path: Pat
 @pytest.mark.parametrize("fixture,feature", [("delta-rs/table-with-dv-small", "deletionVectors"),
                                              ("delta-golden/table-with-columnmapping-mode-name", "columnMapping")])
 def test_refuses_dv_and_column_mapping(spark, copy_fixture, fixture: str, feature: str) -> None:
-    from compactor.engines.base import ActionContext
     from compactor.errors import UnsupportedTableError
-    from compactor.planning.plan import Action, TablePlan
-    from compactor.state.delta import read_delta_state
+    from compactor.formats import get_format
+    from compactor.formats.base import ActionContext
+    from compactor.formats.delta.state import read_delta_state
+    from compactor.planning.actions import CompactAction
+    from compactor.planning.plan import TablePlan
 
     path = copy_fixture(fixture)
     state = read_delta_state(str(path))
     files = state.files.column("path").to_pylist()
     v = DeltaTable(str(path)).version()
-    action = Action("compact", bins=(tuple(files),), params={"target_file_size": 2**20, "min_file_size": 2**19})
-    ctx = ActionContext(TablePlan("x", str(path), "delta", "spark", v), state,
+    action = CompactAction(bins=(tuple(files),), target_file_size=2**20, min_file_size=2**19, method="rewrite")
+    engine = SparkEngine(SPARK)
+    ctx = ActionContext(TablePlan("x", str(path), "delta", "spark", v), state, SPARK, lambda: engine,
                         commit_metadata={"compactor.action": "m"})
     with pytest.raises(UnsupportedTableError, match=feature):
-        SparkEngine(SPARK).run(action, ctx)
+        get_format("delta").run(action, ctx)
     assert DeltaTable(str(path)).version() == v
 
 
@@ -160,9 +163,8 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = make_table(t, partitions=2, appends=6)
     plan = plan_for(t, engine="spark")
-    plan = type(plan)(**{**plan.__dict__, "tables": tuple(
-        type(tp)(**{**tp.__dict__, "actions": tuple(type(a)(**{**a.__dict__, "params": {**a.params, "method": "optimize"}})
-                                                   for a in tp.actions)}) for tp in plan.tables)})
+    plan = replace(plan, tables=tuple(replace(tp, actions=tuple(replace(a, method="optimize") for a in tp.actions))
+                                      for tp in plan.tables))
     run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
     assert run.ok
     exactly_once(t, n)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
+from compactor.tasks.apply import apply_plan
 from compactor.engines.spark import SparkEngine
-from compactor.planning.io import write_plan
+from compactor.tasks.plan_file import write_plan
 from compactor.project.model import Target
 
 from tests.apply.helpers import exactly_once, make_table, plan_for
@@ -30,9 +30,9 @@ SCRIPT = textwrap.dedent("""
     spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.driver.memory", "512m").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    from compactor.apply.runner import apply_plan
+    from compactor.tasks.apply import apply_plan
     from compactor.engines.spark import SparkEngine
-    from compactor.planning.io import load_plan
+    from compactor.tasks.plan_file import load_plan
     from compactor.project.model import Target
     engine = SparkEngine(Target(engine="spark"))
     engine.spark.range(1).count()  # JVM warm
@@ -84,7 +84,7 @@ def test_sigkill_spark_apply(spark, tmp_path: Path) -> None:
     exactly_once(t, n)
     assert not [a for a in plan_for(t, engine="spark").tables[0].actions if a.type == "compact"]
     assert not list(t.rglob("_compactor_staging*"))
-    assert not list((t / "_compactor" / "rewrites").glob("*.json"))
+    assert not list((t / "_compactor" / "journal").glob("*.json"))
     # every file compactor left on disk was committed at some version (no orphans of killed runs);
     # committed files removed later stay until VACUUM, as with any Delta writer
     import json

@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from compactor.apply.results import ActionResult, RunResults, compute_run_totals
+from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.cli.history import command as history_command
-from compactor.history import load_history, record_run
+from compactor.tasks.history import load_history, record_run
 from compactor.policy.schema import load_schema
 
 

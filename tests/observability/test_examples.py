@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compactor.demo import build_demo
+from compactor.tasks.demo import build_demo
 
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"

@@ -12,7 +12,7 @@ import jsonschema
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.history import load_history
+from compactor.tasks.history import load_history
 from compactor.policy.schema import load_schema
 
 from tests.apply.helpers import make_table, one_table_project

@@ -11,8 +11,8 @@ import pytest
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.demo import build_demo
-from compactor.output.report import build_report, collect_report
+from compactor.tasks.demo import build_demo
+from compactor.tasks.report import build_report, collect_report
 from compactor.output.report.png import chromium_cmd, find_chromium
 
 
@@ -66,7 +66,7 @@ def test_report_before_and_after_apply_in_a_browser(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_report_draws_sink_manifest_and_checkpoint_growth(spark, tmp_path: Path) -> None:
-    from compactor.output.report.build import TableReport, _table_section, collect_report
+    from compactor.tasks.report import TableReport, _table_section, collect_report
 
     from tests.sink.helpers import add_input, run_query
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compactor.planning.build import build_plan, read_state
+from compactor.tasks.plan import build_plan, read_state
 from compactor.policy.model import TablePolicy
 from compactor.project.model import SparkSettings, Target
 

@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compactor.planning.build import build_plan
+from compactor.tasks.plan import build_plan
 from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table
 from compactor.policy.yamlpos import load_yaml
 from compactor.project.model import Target
-from compactor.state.model import Protocol, TableState, files_table
+from compactor.models.state import Protocol, TableState, files_table
 from compactor.units import parse_size
 
 CASES = sorted((Path(__file__).parents[1] / "cases" / "plan").glob("*.yml"))
@@ -96,7 +96,7 @@ def test_plan_case(path: Path) -> None:
         if "bins" in want:
             got["bins"] = [list(b) for b in a.bins]
         if "params" in want:
-            got["params"] = {k: a.params.get(k) for k in want["params"]}
+            got["params"] = {k: a.params().get(k) for k in want["params"]}
         got_actions.append(got)
     want_actions = [{**w, "partition": w.get("partition", {})} for w in exp.get("actions", [])]
     assert got_actions == want_actions

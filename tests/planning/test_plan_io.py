@@ -5,17 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from compactor.errors import PlanError
-from compactor.planning.build import build_plan
-from compactor.planning.io import load_plan, write_plan
+from compactor.tasks.plan import build_plan
+from compactor.tasks.plan_file import load_plan, write_plan
 from compactor.planning.plan import digest_paths, plan_to_dict
 from compactor.policy.model import Compaction, TablePolicy
 from compactor.project.model import Target
-from compactor.state.model import TableState, files_table
+from compactor.models.state import TableState, files_table
 
 
 def _plan():
@@ -39,8 +40,11 @@ def test_write_then_load_is_the_same_plan(tmp_path: Path) -> None:
     plan = _plan()
     assert len(plan.tables[0].actions) == 3
     out = write_plan(plan, tmp_path / "sub" / "plan.json")
-    assert json.loads(out.read_text()) == json.loads(json.dumps(plan_to_dict(plan)))
-    assert load_plan(out) == plan
+    written = json.loads(out.read_text())
+    assert written.pop("digest").startswith("sha256:")
+    assert written == json.loads(json.dumps(plan_to_dict(plan)))
+    loaded = load_plan(out)
+    assert loaded.digest and replace(loaded, digest="") == plan
     assert not list((tmp_path / "sub").glob(".*.tmp"))  # written via a temp file, then renamed
 
 

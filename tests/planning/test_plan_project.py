@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 from compactor.api import ProjectOptions, plan
-from compactor.planning.io import load_plan
+from compactor.tasks.plan_file import load_plan
 
 from tests.apply.helpers import make_table
 
@@ -43,7 +44,7 @@ def test_discover_relative_paths_and_unreadable_tables(tmp_path: Path) -> None:
     assert by_name["gone"].error and "does not exist" in by_name["gone"].error
     assert len(by_name["scratch"].actions) == 1 and by_name["scratch"].error is None
     assert result.totals.errors == 1
-    assert load_plan(out) == result
+    assert replace(load_plan(out), digest="") == result
     # selection applies before reading anything
     only = plan(ProjectOptions(project_dir=p, select=("scratch",)))
     assert [t.name for t in only.tables] == ["scratch"]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.results import ActionResult, RunResults, compute_run_totals
+from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.errors import CompactorError
 from compactor.output.metrics import write_metrics
-from compactor.planning.plan import Action, Plan, Skip, TablePlan
+from compactor.planning.actions import CompactAction, VacuumAction
+from compactor.planning.plan import Plan, Skip, TablePlan
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL = r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"'
@@ -49,8 +50,9 @@ def parse_prometheus(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]],
 
 
 def _plan(name: str = "t") -> Plan:
-    compact = Action("compact", {"day": "1"}, input_files=8, input_bytes=8000, expected_output_files=1)
-    vacuum = Action("vacuum", {}, input_files=0)
+    compact = CompactAction(partition={"day": "1"}, input_files=8, input_bytes=8000, expected_output_files=1,
+                            target_file_size=1 << 20, min_file_size=1 << 19)
+    vacuum = VacuumAction(input_files=0, retention_hours=168)
     t = TablePlan(name, "/lake/t", "delta", "local", 3, actions=(compact, vacuum),
                   skipped=(Skip("too_few_small_files", {"day": "2"}, {"small_files": 2}),),
                   files_before=12, files_after=5, bytes_before=20_000)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.output.report import build_report, collect_report, write_report
+from compactor.tasks.report import build_report, collect_report, write_report
 
 from tests.apply.helpers import make_table, one_table_project
 

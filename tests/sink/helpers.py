@@ -6,10 +6,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from compactor.planning.build import build_plan
+from compactor.tasks.plan import build_plan
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.sink.state import read_sink_state
+from compactor.formats.file_sink.state import read_sink_state
 
 ROWS = 50
 

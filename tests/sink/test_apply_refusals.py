@@ -7,11 +7,11 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from compactor.apply.runner import apply_plan
-from compactor.planning.build import build_plan
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan import build_plan
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.sink.state import read_sink_state
+from compactor.formats.file_sink.state import read_sink_state
 
 from tests.sink.helpers import make_manual_sink
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor.sink.demo import build_demo_sink
-from compactor.sink.log import list_log
-from compactor.sink.state import read_sink_state
+from compactor.tasks.demo_sink import build_demo_sink
+from compactor.formats.file_sink.log import list_log
+from compactor.formats.file_sink.state import read_sink_state
 
 pytestmark = pytest.mark.spark
 

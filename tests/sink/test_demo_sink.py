@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
-from compactor.planning.build import build_plan
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan import build_plan
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.sink.demo import DEMO_QUIET_S, build_demo_sink
-from compactor.sink.state import read_sink_state
+from compactor.tasks.demo_sink import DEMO_QUIET_S, build_demo_sink
+from compactor.formats.file_sink.state import read_sink_state
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
+from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
 
 from tests.sink.helpers import ROWS, add_input, run_query, sink_ids, sink_plan

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import TableReadError
-from compactor.sink.log import list_log, read_entries_table, sink_entries_table, source_entries_table, _SINK_SCHEMA
-from compactor.sink.state import read_sink_state
+from compactor.formats.file_sink.log import list_log, read_entries_table, sink_entries_table, source_entries_table, _SINK_SCHEMA
+from compactor.formats.file_sink.state import read_sink_state
 
 FIX = Path("/work/shared/fixtures/spark/structured-streaming")
 

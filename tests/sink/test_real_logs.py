@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
-from compactor.inspect import inspect_path
-from compactor.planning.build import build_plan
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.inspect import inspect_path
+from compactor.tasks.plan import build_plan
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.sink.log import entry_local_path, list_log, source_entries_table
-from compactor.sink.state import read_sink_state
+from compactor.formats.file_sink.log import entry_local_path, list_log, source_entries_table
+from compactor.formats.file_sink.state import read_sink_state
 
 pytestmark = pytest.mark.spark
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from compactor.apply.runner import apply_plan
-from compactor.planning.io import write_plan
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan_file import write_plan
 from compactor.project.model import Target
-from compactor.sink.log import entry_local_path
-from compactor.sink.state import read_sink_state
+from compactor.formats.file_sink.log import entry_local_path
+from compactor.formats.file_sink.state import read_sink_state
 
 from tests.sink.helpers import add_input, run_query, sink_ids, sink_plan
 
@@ -29,8 +29,8 @@ KILLS = 12
 
 SCRIPT = textwrap.dedent("""
     import sys
-    from compactor.apply.runner import apply_plan
-    from compactor.planning.io import load_plan
+    from compactor.tasks.apply import apply_plan
+    from compactor.tasks.plan_file import load_plan
     from compactor.project.model import Target
     print("ready", flush=True)
     apply_plan(load_plan(sys.argv[1]), target=Target(engine="local"))

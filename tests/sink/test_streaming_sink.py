@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor.apply.runner import apply_plan
+from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
-from compactor.sink.log import list_log
+from compactor.formats.file_sink.log import list_log
 
 from tests.sink.helpers import ROWS, add_input, run_query, sink_ids, sink_plan
 

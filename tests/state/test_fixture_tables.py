@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import TableReadError
-from compactor.planning.build import build_plan
+from compactor.tasks.plan import build_plan
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target
-from compactor.state.delta import read_delta_state
+from compactor.formats.delta.state import read_delta_state
 
 from tests.conftest import FIXTURES, FIXTURES_MISSING, fixture_dirs
 

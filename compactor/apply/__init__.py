@@ -1,1 +1,0 @@
-"""Run a Plan: preconditions, engines, verification, run results."""

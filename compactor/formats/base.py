@@ -1,0 +1,90 @@
+"""The TableFormat interface: everything that differs between table kinds (Delta tables, Spark file-sink
+outputs) lives behind it, so tasks never ask which format a table is."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Protocol
+
+from compactor.models.state import TableState
+from compactor.planning.actions import Action
+from compactor.planning.plan import TablePlan
+from compactor.policy.model import TablePolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.engines.base import RewriteEngine
+    from compactor.project.model import Target
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """What a format needs to run one action."""
+
+    table: TablePlan
+    #: the table state re-read just before this action (its precondition already checked)
+    state: TableState
+    target: "Target"
+    #: the engine that rewrites files (created on first use: sink actions may need Spark under a local target)
+    engine: Callable[[], "RewriteEngine"]
+    #: custom commit metadata: {"compactor.version", "compactor.plan", "compactor.run_id", "compactor.action"}
+    commit_metadata: Mapping[str, str] = field(default_factory=dict)
+    dry_run: bool = False
+    #: seconds to keep watching the log for a later commit that removes this action's inputs again
+    watch_s: float = 0.0
+    #: per-table scratch space kept across the table's actions (a format's open table handle, ...)
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def storage_options(self) -> Mapping[str, str]:
+        return self.target.storage_options
+
+
+@dataclass
+class ActionOutcome:
+    files_removed: int = 0
+    files_added: int = 0
+    bytes_removed: int = 0
+    bytes_added: int = 0
+    #: rows of the removed and of the added files (from parquet footers, checked before committing)
+    rows_removed: int | None = None
+    rows_added: int | None = None
+    version_before: int | None = None
+    version_after: int | None = None
+    #: paths this action removed and added (as the log names them)
+    removed_paths: tuple[str, ...] = ()
+    added_paths: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class TableFormat(Protocol):
+    #: the name policies and plans use ("delta", "spark_file_sink")
+    name: str
+    #: the folder that marks a table of this format (discover)
+    marker: str
+
+    def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
+                   cache: dict[str, Any] | None = None) -> TableState:
+        """A snapshot of the table. Raises TableReadError with a clear reason. ``cache``: the table's
+        ActionContext.cache during apply (a format may keep its open handle there)."""
+
+    def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
+        """PURE: the actions and skips for one table."""
+
+    def unsupported(self, state: TableState, engine: str) -> str | None:
+        """PURE: why ``engine`` cannot safely rewrite this table, or None."""
+
+    def live_paths(self, state: TableState) -> Collection[str]:
+        """The files an action's precondition requires to be still present."""
+
+    def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
+        """Perform one action (its precondition already checked on ``ctx.state``)."""
+
+    def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+        """Clean up after runs that were killed (call while holding the table lease); returns the files
+        deleted. ``grace_s``: how old
+        a file of unknown origin must be before it may be deleted (a concurrent appender's uncommitted file
+        looks the same)."""
+
+    def simulate(self, action: Action, state: TableState) -> TableState:
+        """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""

@@ -1,0 +1,96 @@
+"""The one commit path for compactor's Delta rewrites: a dataChange=false swap through delta-rs.
+
+Right before committing, the commits since the read version are read (only those, never a log replay):
+if any of them removed a file this swap removes, the swap is stale and nothing is committed. The commit
+carries compactor's metadata (run id, action marker), by which it is found again afterwards.
+
+Paths given here are logical (decoded): delta-rs' create_write_transaction encodes them for the log.
+Partition values are strings in the Delta protocol's serialisation (formats/delta/state.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from compactor.errors import ApplyError, StalePlanError
+from compactor.formats.delta.log import Commit, commits_after
+
+log = logging.getLogger(__name__)
+
+MARKER = "compactor.action"
+
+
+@dataclass(frozen=True)
+class NewFile:
+    path: str  # relative to the table root, logical
+    size: int
+    partition_values: Mapping[str, str | None]
+    stats: str
+    num_records: int
+
+
+@dataclass(frozen=True)
+class RemovedFile:
+    path: str
+    size: int
+    partition_values: Mapping[str, str | None]
+    num_records: int | None = None
+
+
+def new_file_name(partition_dir: str) -> str:
+    name = f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet"
+    return f"{partition_dir}/{name}" if partition_dir else name
+
+
+def removed_since(uri: str, storage_options: Mapping[str, str] | None, version: int,
+                  paths: Sequence[str]) -> dict[str, int]:
+    """Which of ``paths`` a commit after ``version`` removed -> that commit's version."""
+    wanted = set(paths)
+    found: dict[str, int] = {}
+    for c in commits_after(uri, version, storage_options):
+        for p in wanted.intersection(c.removes):
+            found.setdefault(p, c.version)
+    return found
+
+
+def find_commit(uri: str, storage_options: Mapping[str, str] | None, after_version: int, marker: str,
+                timeout_s: float = 5.0) -> Commit | None:
+    """The commit after ``after_version`` whose metadata carries ``marker`` (None if none within timeout)."""
+    deadline = time.monotonic() + timeout_s
+    start = after_version
+    while True:
+        for c in commits_after(uri, start, storage_options):
+            if c.metadata(MARKER) == marker:
+                return c
+            start = c.version
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None, *, read_version: int,
+                removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str]) -> Commit:
+    """One dataChange=false commit: add ``added``, remove ``removed`` (re-checked right before). ``table``
+    is a DeltaTable handle of the table (at ``read_version`` or later). Returns the commit as written."""
+    from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+
+    gone = removed_since(uri, storage_options, read_version, [r.path for r in removed])
+    if gone:
+        p, v = next(iter(gone.items()))
+        raise StalePlanError(f"{len(gone)} input file(s) were removed by a concurrent commit (e.g. {p} in "
+                             f"version {v}); nothing was committed", hint="re-plan")
+    now = int(time.time() * 1000)
+    actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
+    actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
+    table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                   partition_by=list(table.metadata().partition_columns),
+                                   commit_properties=CommitProperties(custom_metadata=dict(commit_metadata)))
+    own = find_commit(uri, storage_options, read_version, commit_metadata[MARKER])
+    if own is None:
+        raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "
+                         f"after version {read_version}")
+    return own

@@ -1,0 +1,80 @@
+"""Reading single Delta commits (``_delta_log/<version>.json``) without replaying the log.
+
+Paths are returned decoded (logical), like TableState paths: the log stores them URL-encoded."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+from urllib.parse import unquote
+
+from compactor.runtime.paths import filesystem, join
+
+
+@dataclass
+class Commit:
+    version: int
+    adds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    removes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_change(self) -> bool:
+        """True when any add or remove changes data (appends, deletes, merges); False for rewrites."""
+        return any(a.get("dataChange", True) for a in self.adds.values()) or \
+            any(r.get("dataChange", True) for r in self.removes.values())
+
+    def metadata(self, key: str) -> str | None:
+        """A custom commit metadata value (delta-rs puts it in commitInfo, Spark in userMetadata)."""
+        if key in self.info:
+            return self.info[key]
+        meta = self.info.get("userMetadata") or self.info.get("custom_metadata")
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta)
+            except ValueError:
+                return None
+        return meta.get(key) if isinstance(meta, Mapping) else None
+
+
+def commit_path(uri: str, version: int) -> str:
+    return join(uri, f"_delta_log/{version:020d}.json")
+
+
+def parse_commit(version: int, text: str) -> Commit:
+    c = Commit(version)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        if "add" in obj:
+            c.adds[unquote(obj["add"]["path"])] = obj["add"]
+        elif "remove" in obj:
+            c.removes[unquote(obj["remove"]["path"])] = obj["remove"]
+        elif "commitInfo" in obj:
+            c.info = obj["commitInfo"]
+    return c
+
+
+def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
+    """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up)."""
+    fs, path = filesystem(commit_path(uri, version), storage_options)
+    try:
+        with fs.open_input_stream(path) as f:
+            text = f.read().decode("utf-8")
+    except (FileNotFoundError, OSError):
+        return None
+    return parse_commit(version, text)
+
+
+def commits_after(uri: str, version: int, storage_options: Mapping[str, str] | None = None,
+                  until: int | None = None) -> Iterator[Commit]:
+    """Commits version+1, version+2, ... up to ``until`` (inclusive) or the first one missing."""
+    v = version + 1
+    while until is None or v <= until:
+        c = read_commit(uri, v, storage_options)
+        if c is None:
+            return
+        yield c
+        v += 1

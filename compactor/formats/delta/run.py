@@ -1,0 +1,385 @@
+"""Run one planned action on a Delta table.
+
+Rewrites (compact, sort) go through one pipeline on both engines: a journal names every output before
+anything is written, the engine writes exactly one file per planned bin, rows are verified from the
+parquet footers (rows removed == rows added, per bin) before anything is committed, one dataChange=false
+commit swaps the files (formats/delta/commit.py), and the overlap guard undoes the commit at once if a
+concurrent compaction removed the same inputs (formats/delta/guard.py).
+
+Z-order uses delta-rs' optimize on the local engine (compactor has no z-order curve of its own) and
+delta-spark OPTIMIZE ZORDER BY on the spark engine. ``method: optimize`` (or ``auto`` when the Delta
+jars load) runs delta-spark's native OPTIMIZE instead of the rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import uuid
+from typing import Any, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
+from compactor.errors import ApplyError, PlanError, UnsupportedTableError, VerificationError
+from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta import guard
+from compactor.formats.delta.commit import MARKER, NewFile, RemovedFile, commit_swap, find_commit, new_file_name
+from compactor.formats.delta.log import Commit, commits_after
+from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.models.state import TableState
+from compactor.planning.actions import (Action, RewriteAction, SetPropertiesAction, SortAction, VacuumAction,
+                                        ZOrderAction)
+from compactor.planning.retention import DELETED, parse_interval
+from compactor.runtime.journal import ActionJournal, folders_of
+from compactor.runtime.paths import filesystem, join
+
+log = logging.getLogger(__name__)
+
+
+def handle(ctx: ActionContext) -> Any:
+    """The table's DeltaTable, loaded once per table run and brought up to date before each use."""
+    from deltalake import DeltaTable
+
+    dt = ctx.cache.get("delta_table")
+    if dt is None:
+        dt = ctx.cache["delta_table"] = DeltaTable(ctx.table.path, storage_options=dict(ctx.storage_options) or None)
+    else:
+        dt.update_incremental()
+    return dt
+
+
+def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
+    if isinstance(action, VacuumAction):
+        return _vacuum(action, ctx)
+    if isinstance(action, SetPropertiesAction):
+        return _set_properties(action, ctx)
+    if not isinstance(action, RewriteAction):
+        raise ApplyError(f"{action.type} is not an action for Delta tables")
+    engine = ctx.engine()
+    if _native(action, engine):
+        return _native_optimize(action, ctx, engine)
+    if isinstance(action, ZOrderAction):
+        if hasattr(engine, "sql"):
+            raise UnsupportedTableError("z-order on the spark engine needs the Delta jars (compaction.method: "
+                                        "optimize) - or use the local engine, which z-orders with delta-rs")
+        return _z_order_delta_rs(action, ctx)
+    reason = unsupported_reason(ctx.state, engine.name)
+    if reason:
+        raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
+    return _rewrite(action, ctx, engine)
+
+
+def _check_writable(ctx: ActionContext) -> None:
+    feats = set(ctx.state.protocol.writer_features) & DELTA_RS_UNWRITABLE
+    if feats:
+        raise UnsupportedTableError(f"{ctx.table.name}: delta-rs cannot write tables with writer feature(s) "
+                                    f"{', '.join(sorted(feats))}")
+
+
+# ----------------------------------------------------------------------------- the rewrite pipeline
+
+
+def planned_inputs(state: TableState, action: Action) -> dict[str, RemovedFile]:
+    """The planned input files as they are in ``state``, checked to lie in the action's partition (an
+    edited plan could otherwise move files of one partition into another's folder)."""
+    f = state.files
+    wanted = pa.array(action.input_paths, pa.string())
+    rows = f.filter(pc.is_in(f.column("path"), value_set=wanted))
+    cols = [f"partition.{c}" for c in state.partition_columns]
+    out: dict[str, RemovedFile] = {}
+    for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
+        pv = {c: r[f"partition.{c}"] for c in state.partition_columns}
+        if pv != dict(action.partition):
+            raise PlanError(f"planned file {r['path']} is in partition {pv}, not in the action's partition "
+                            f"{dict(action.partition)}: the plan was edited", hint="re-run `compactor plan`")
+        out[r["path"]] = RemovedFile(r["path"], int(r["size_bytes"]), pv, r["num_records"])
+    return out
+
+
+def data_schema(dt: Any, partition_columns: Sequence[str]) -> pa.Schema:
+    """The table's data columns as written in data files: the Delta schema without partition columns."""
+    schema = pa.schema(dt.schema().to_arrow())
+    return pa.schema([f for f in schema if f.name not in set(partition_columns)])
+
+
+def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
+    token = uuid.uuid4().hex[:12]
+    sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
+    jobs, outputs, staging = [], [], []
+    for i, b in enumerate(action.bins):
+        folder = posixpath.dirname(b[0])
+        out = new_file_name(folder)
+        stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
+        jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by))
+        outputs.append(out)
+        staging.append(stage)
+    return jobs, outputs, staging
+
+
+def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]) -> None:
+    """Rows read (input footers) == rows written (output footer), bin by bin, before anything commits."""
+    for b, w in zip(bins, written):
+        if w.rows != w.rows_in:
+            raise VerificationError(f"the rewrite of {len(b)} file(s) into {w.location} wrote {w.rows} rows, "
+                                    f"the inputs hold {w.rows_in}; nothing was committed")
+
+
+def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -> ActionOutcome:
+    state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
+    read_version = int(state.version or 0)
+    inputs = planned_inputs(state, action)
+    dt = handle(ctx)
+    schema = data_schema(dt, state.partition_columns)
+    jobs, outputs, staging = _jobs(uri, action)
+    marker = ctx.commit_metadata[MARKER]
+    journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
+                            outputs=outputs, staging=staging)
+    with journal:
+        try:
+            written = engine.rewrite(jobs, schema)
+            verify_footers(action.bins, written)
+            added = [NewFile(rel, w.size, dict(action.partition), w.stats, w.rows) for rel, w in zip(outputs, written)]
+            removed = [inputs[p] for p in action.input_paths]
+            own = commit_swap(dt, uri, so, read_version=read_version, removed=removed, added=added,
+                              commit_metadata=ctx.commit_metadata)
+        except BaseException:
+            discard_uncommitted(uri, so, outputs, staging, read_version, marker)
+            raise
+    outcome = ActionOutcome(
+        files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
+        bytes_added=sum(a.size for a in added), rows_removed=sum(w.rows_in for w in written),
+        rows_added=sum(w.rows for w in written), version_before=read_version, version_after=own.version,
+        removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
+        details={"bins": len(jobs)})
+    return _after_commit(ctx, dt, own, removed, outcome)
+
+
+def _after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
+                  outcome: ActionOutcome) -> ActionOutcome:
+    """The overlap guard, then the log check: the commit holds exactly the planned swap."""
+    uri, so = ctx.table.path, ctx.storage_options
+    read_version = int(outcome.version_before or 0)
+    overlap = guard.overlapping_removes(uri, so, read_version, own.version, [r.path for r in removed])
+    if overlap:
+        repair = guard.undo_commit(dt, uri, so, own, removed, overlap, ctx.commit_metadata)
+        outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair.version,
+                                       "conflicting_versions": sorted(set(overlap.values()))}
+        outcome.version_after = repair.version
+        outcome.files_added = outcome.files_removed = 0
+        return outcome
+    check_commit(own, outcome)
+    return outcome
+
+
+def check_commit(own: Commit, outcome: ActionOutcome) -> None:
+    """After the commit, from the log: it removes exactly the inputs and adds exactly the outputs, and
+    where the log has statistics, rows removed == rows added."""
+    if set(own.removes) != set(outcome.removed_paths) or set(own.adds) != set(outcome.added_paths):
+        raise VerificationError(f"commit {own.version} does not hold the planned swap "
+                                f"({len(own.removes)} removes, {len(own.adds)} adds)")
+    added_rows = [_num_records(a) for a in own.adds.values()]
+    if None not in added_rows and sum(added_rows) != outcome.rows_added:  # type: ignore[arg-type]
+        raise VerificationError(f"commit {own.version}: the log says {sum(added_rows)} rows were added, the "  # type: ignore[arg-type]
+                                f"footers {outcome.rows_added}")
+
+
+def _num_records(action: Mapping[str, Any]) -> int | None:
+    stats = action.get("stats")
+    if isinstance(stats, str):
+        try:
+            stats = json.loads(stats)
+        except ValueError:
+            return None
+    return stats.get("numRecords") if isinstance(stats, Mapping) else None
+
+
+def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: Sequence[str],
+                        staging: Sequence[str], read_version: int, marker: str) -> None:
+    """Delete what a failed rewrite wrote - unless its commit landed after all (an interrupt inside the
+    commit call): files the log references are never deleted. If the log cannot be read, the journal
+    stays and the next run's recover decides."""
+    try:
+        landed = find_commit(uri, storage_options, read_version, marker, timeout_s=0) is not None
+    except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
+        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", uri)
+        return
+    if landed:
+        return
+    for rel in outputs:
+        fs, path = filesystem(join(uri, rel), storage_options)
+        try:
+            fs.delete_file(path)
+        except (FileNotFoundError, OSError):
+            pass
+    for rel in staging:
+        fs, path = filesystem(join(uri, rel), storage_options)
+        try:
+            fs.delete_dir(path)
+        except (FileNotFoundError, OSError):
+            pass
+
+
+def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
+    """Paths live now or named by any add/remove committed after ``since_version`` (crash recovery)."""
+    from compactor.formats.delta.state import read_delta_state
+
+    refs = set(read_delta_state(uri, storage_options).paths)
+    for c in commits_after(uri, since_version if since_version is not None else -1, storage_options):
+        refs.update(c.adds)
+        refs.update(c.removes)
+    return refs
+
+
+# ----------------------------------------------------------------------------- delta-rs z-order
+
+
+def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, str, Any]] | None:
+    """delta-rs partition filters for one partition. A null partition value must be written as "":
+    delta-rs rejects None (measured with deltalake 1.6.6)."""
+    if not partition:
+        return None
+    return [(k, "=", "" if v is None else v) for k, v in partition.items()]
+
+
+def _z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
+    """delta-rs z-orders the whole partition as it finds it (files appended since planning included);
+    rows are verified from its commit."""
+    from deltalake.transaction import CommitProperties
+
+    _check_writable(ctx)
+    reason = unsupported_reason(ctx.state, "local")
+    if reason:
+        raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
+    uri, so = ctx.table.path, ctx.storage_options
+    dt = handle(ctx)
+    read_version = dt.version()
+    records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
+    marker = ctx.commit_metadata[MARKER]
+    with ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
+                       folders=folders_of(action.input_paths)):
+        metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
+                                      target_size=action.target_file_size,
+                                      commit_properties=CommitProperties(custom_metadata=dict(ctx.commit_metadata)))
+    if not metrics.get("numFilesAdded") and not metrics.get("numFilesRemoved"):
+        return ActionOutcome(version_before=read_version, version_after=read_version,
+                             details={"note": "delta-rs found nothing to rewrite"})
+    own = find_commit(uri, so, read_version, marker)
+    if own is None:
+        raise ApplyError(f"delta-rs z-order committed but its commit (marker {marker}) is not in the log")
+    return _outcome_from_log(ctx, dt, own, read_version, records)
+
+
+def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: int,
+                      records: Mapping[str, int | None]) -> ActionOutcome:
+    """Rows of a commit written by another engine (delta-rs optimize, delta-spark OPTIMIZE): from the log's
+    statistics, from the footers where a file has none; deletion vectors subtract their cardinality."""
+    uri, so = ctx.table.path, ctx.storage_options
+    removed_rows = []
+    for path, rem in own.removes.items():
+        n = records.get(path)
+        if n is None:
+            n = _footer_rows(uri, path, so)
+        dv = rem.get("deletionVector") or {}
+        removed_rows.append(n - int(dv.get("cardinality") or 0))
+    added_rows = [(_num_records(a) if _num_records(a) is not None else _footer_rows(uri, p, so))
+                  for p, a in own.adds.items()]
+    outcome = ActionOutcome(
+        files_removed=len(own.removes), files_added=len(own.adds),
+        bytes_removed=sum(int(r.get("size") or 0) for r in own.removes.values()),
+        bytes_added=sum(int(a.get("size") or 0) for a in own.adds.values()),
+        rows_removed=sum(removed_rows), rows_added=sum(added_rows), version_before=read_version,
+        version_after=own.version, removed_paths=tuple(own.removes), added_paths=tuple(own.adds))
+    removed = [RemovedFile(p, int(r.get("size") or 0), r.get("partitionValues") or {}, records.get(p))
+               for p, r in own.removes.items()]
+    return _after_commit(ctx, dt, own, removed, outcome)
+
+
+def _footer_rows(uri: str, path: str, storage_options: Mapping[str, str]) -> int:
+    from compactor.engines.parquet_stats import footer_rows
+
+    return footer_rows([join(uri, path)], storage_options)
+
+
+# ----------------------------------------------------------------------------- native delta-spark
+
+
+def _native(action: RewriteAction, engine: RewriteEngine) -> bool:
+    if not hasattr(engine, "sql") or action.method == "rewrite":
+        return False
+    available = engine.delta_sql_available()  # type: ignore[attr-defined]
+    if action.method == "optimize" and not available:
+        raise UnsupportedTableError("compaction.method optimize needs the Delta Lake jars in the Spark session",
+                                    hint="set spark.delta_jars in the profile, or use method rewrite")
+    return available
+
+
+def _native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> ActionOutcome:
+    from compactor.engines.spark import optimize_conf, optimize_sql
+
+    uri = ctx.table.path
+    dt = handle(ctx)
+    read_version = dt.version()
+    records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
+    conf = {**optimize_conf(action.target_file_size, action.min_file_size),
+            "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
+    z = list(action.z_order_by) if isinstance(action, ZOrderAction) else []
+    clustered = "clustering" in ctx.state.protocol.writer_features
+    sql = optimize_sql(uri, {} if clustered else action.partition, z)
+    try:
+        engine.sql(sql, conf)
+    finally:
+        engine.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
+    if own is None:
+        return ActionOutcome(version_before=read_version, version_after=read_version,
+                             details={"note": "delta-spark OPTIMIZE found nothing to rewrite", "sql": sql})
+    outcome = _outcome_from_log(ctx, dt, own, read_version, records)
+    outcome.details["sql"] = sql
+    return outcome
+
+
+# ----------------------------------------------------------------------------- retention
+
+
+def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
+    dt = handle(ctx)
+    hours = int(action.retention_hours)
+    # the state, not the handle: in a dry run, a set_properties planned before this action has not run
+    declared = parse_interval(ctx.state.properties.get(DELETED))
+    table_secs = 7 * 86400 if declared is None else declared  # Delta's default; 0 is a valid value
+    if hours * 3600 < table_secs:
+        # never below what the table declares (delta-rs would refuse too; say why clearly)
+        raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
+                         hint="apply the set_properties action first or raise the policy's retention")
+    engine = ctx.engine() if ctx.target.engine == "spark" else None
+    if engine is not None and hasattr(engine, "sql") and engine.delta_sql_available():
+        from compactor.engines.spark import vacuum_sql
+
+        # VACUUM reports the files it would delete only in a dry run
+        candidates = [r[0] for r in engine.sql(vacuum_sql(ctx.table.path, hours, True))]
+        if not ctx.dry_run:
+            engine.sql(vacuum_sql(ctx.table.path, hours, False))
+        return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
+                             version_after=handle(ctx).version(),
+                             details={"dry_run": ctx.dry_run, "files": sorted(candidates)[:1000],
+                                      "file_count": len(candidates), "engine": "delta-spark"})
+    _check_writable(ctx)
+    # checked above against the (possibly simulated) table property; delta-rs would check the stored one
+    files = dt.vacuum(retention_hours=hours, dry_run=ctx.dry_run, enforce_retention_duration=not ctx.dry_run)
+    return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
+                         version_after=dt.version(), details={"dry_run": ctx.dry_run, "files": sorted(files)[:1000],
+                                                              "file_count": len(files)})
+
+
+def _set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOutcome:
+    _check_writable(ctx)
+    dt = handle(ctx)
+    before = dt.version()
+    props = {k: str(v) for k, v in action.properties.items()}
+    if not ctx.dry_run:
+        dt.alter.set_table_properties(props, raise_if_not_exists=False)
+    return ActionOutcome(version_before=before, version_after=handle(ctx).version(),
+                         details={"properties": props, "dry_run": ctx.dry_run})

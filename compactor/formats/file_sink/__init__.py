@@ -1,0 +1,55 @@
+"""Spark Structured Streaming file-sink outputs (parquet plus ``_spark_metadata``): the TableFormat for
+format "spark_file_sink"."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Collection, Mapping
+
+from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.models.state import TableState
+from compactor.planning.actions import Action
+from compactor.planning.plan import TablePlan
+from compactor.policy.model import TablePolicy
+
+
+class FileSinkFormat:
+    name = "spark_file_sink"
+    marker = "_spark_metadata"
+
+    def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
+                   cache: dict[str, Any] | None = None) -> TableState:
+        from compactor.formats.file_sink.state import read_sink_state
+
+        checkpoint = policy.sink.checkpoint if policy is not None and policy.sink is not None else None
+        return read_sink_state(uri, storage_options, checkpoint=checkpoint)
+
+    def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
+        from compactor.formats.file_sink.plan import plan_sink_table
+
+        return plan_sink_table(policy, state, now=now, engine=engine)
+
+    def unsupported(self, state: TableState, engine: str) -> str | None:
+        return None
+
+    def live_paths(self, state: TableState) -> Collection[str]:
+        """Only files listed in the latest .compact may be rewritten."""
+        f = state.files
+        return frozenset(f.filter(f.column("in_compact")).column("path").to_pylist())
+
+    def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
+        from compactor.formats.file_sink.run import run_sink_action
+
+        return run_sink_action(action, ctx)
+
+    def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+        from compactor.formats.file_sink.run import recover
+
+        return recover(Path(uri))
+
+    def simulate(self, action: Action, state: TableState) -> TableState:
+        return state
+
+
+FORMAT = FileSinkFormat()

@@ -1,0 +1,107 @@
+"""Does a plan still say what the project's policies say? (PURE)
+
+`compactor apply PLAN` runs a plan someone reviewed. Before anything is touched it checks the plan
+against the project as it is now: same project, only tables the project declares (at the same path, of
+the same format), and every action's parameters exactly what the table's policy produces (target sizes,
+strategy columns, vacuum retention, table properties, sink guards), with bins that agree with the
+action's own counts. Each problem is one line; apply refuses the plan when there is any.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from compactor.planning.actions import (Action, RewriteAction, SetPropertiesAction, SinkGuards, SortAction,
+                                        VacuumAction, ZOrderAction)
+from compactor.planning.plan import Plan, TablePlan
+from compactor.planning.retention import declared_properties, vacuum_retention_hours
+from compactor.policy.model import Sink, TablePolicy
+
+_STRATEGY = {"compact": "bin_pack", "sink_compact": "bin_pack", "z_order": "z_order", "sort": "sort"}
+
+
+def plan_problems(plan: Plan, project_name: str, policies: Sequence[TablePolicy], engine: str) -> list[str]:
+    """Everything in ``plan`` that the project (its expanded, path-resolved ``policies``) does not declare."""
+    problems: list[str] = []
+    if plan.project != project_name:
+        problems.append(f"the plan was made for project '{plan.project}', this project is '{project_name}'")
+    by_name = {p.name: p for p in policies}
+    for t in plan.tables:
+        policy = by_name.get(t.name)
+        if policy is None:
+            if t.actions:
+                problems.append(f"table '{t.name}' is not declared by this project's policies")
+            continue
+        if t.path != policy.path and policy.path is not None:
+            problems.append(f"table '{t.name}': the plan's path {t.path} is not the policy's path {policy.path}")
+        if t.format != policy.format:
+            problems.append(f"table '{t.name}': the plan's format {t.format} is not the policy's {policy.format}")
+        if t.engine != engine:
+            problems.append(f"table '{t.name}' was planned for the {t.engine} engine, the target uses {engine}")
+        for i, a in enumerate(t.actions):
+            problems += [f"table '{t.name}' action {i} ({a.type}): {p}" for p in action_problems(a, policy, t)]
+    return problems
+
+
+def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[str]:
+    out = _shape_problems(a)
+    if isinstance(a, RewriteAction):
+        out += _rewrite_problems(a, policy)
+    elif isinstance(a, VacuumAction):
+        r = policy.retention
+        if r is None or not r.vacuum.enabled:
+            out.append("the policy does not enable vacuum")
+        elif a.retention_hours != vacuum_retention_hours(r):
+            out.append(f"retention_hours {a.retention_hours} is not the policy's {vacuum_retention_hours(r)}")
+    elif isinstance(a, SetPropertiesAction):
+        r = policy.retention
+        declared = declared_properties(r) if r is not None and r.manage_properties else {}
+        for k, v in a.properties.items():
+            if declared.get(k) != v:
+                out.append(f"property {k}={v!r} is not what the policy declares ({declared.get(k)!r})")
+    if isinstance(a, SinkGuards):
+        out += _guard_problems(a, policy.sink or Sink())
+    if set(a.partition) - set(table.partition_columns):
+        out.append(f"partition {dict(a.partition)} names columns that are not the table's partition columns")
+    return out
+
+
+def _shape_problems(a: Action) -> list[str]:
+    paths = a.input_paths
+    out = []
+    if a.bins and any(not b for b in a.bins):
+        out.append("a bin is empty")
+    if len(set(paths)) != len(paths):
+        out.append("a file is listed twice in the bins")
+    if a.rewrites and a.input_files != len(paths):
+        out.append(f"input_files {a.input_files} does not match the {len(paths)} file(s) listed in bins")
+    if isinstance(a, RewriteAction) and type(a).strategy == "bin_pack" and a.expected_output_files != len(a.bins):
+        out.append(f"expected_output_files {a.expected_output_files} does not match its {len(a.bins)} bin(s)")
+    return out
+
+
+def _rewrite_problems(a: RewriteAction, policy: TablePolicy) -> list[str]:
+    c = policy.compaction
+    out = []
+    if not c.enabled or not policy.enabled:
+        out.append("the policy does not enable compaction")
+    if _STRATEGY.get(a.type) != c.strategy:
+        out.append(f"a {a.type} action, but the policy's strategy is {c.strategy}")
+    expected: Mapping[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
+                                   "method": c.method}
+    for k, v in expected.items():
+        if getattr(a, k) != v:
+            out.append(f"{k} {getattr(a, k)!r} is not the policy's {v!r}")
+    if isinstance(a, ZOrderAction) and tuple(a.z_order_by) != tuple(c.z_order_by):
+        out.append(f"z_order_by {list(a.z_order_by)} is not the policy's {list(c.z_order_by)}")
+    if isinstance(a, SortAction) and tuple(a.sort_by) != tuple(c.sort_by):
+        out.append(f"sort_by {list(a.sort_by)} is not the policy's {list(c.sort_by)}")
+    return out
+
+
+def _guard_problems(a: SinkGuards, sink: Sink) -> list[str]:
+    out = []
+    for k in ("quiet_period", "checkpoint", "writer_stopped_check", "downstream_streaming_readers", "grace_period"):
+        if getattr(a, k) != getattr(sink, k):
+            out.append(f"{k} {getattr(a, k)!r} is not the policy's {getattr(sink, k)!r}")
+    return out

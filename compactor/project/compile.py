@@ -1,0 +1,201 @@
+"""The compiler front end: project -> rendered, validated, typed policies (plus every diagnostic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compactor.errors import PolicyError
+from compactor.policy.build import build_table, deep_merge
+from compactor.policy.diagnostics import Diagnostic, sort_key
+from compactor.policy.model import TablePolicy
+from compactor.policy.render import render_tree
+from compactor.policy.schema import schema_diagnostics
+from compactor.policy.yamlpos import Located, YamlProblem, context_lines, load_yaml
+from compactor.project.loader import PROJECT_FILE, load_project, load_target
+from compactor.project.model import Project, ProjectOptions, Target
+from compactor.project.selection import check_selector, select_policies
+
+
+POLICY_SUFFIXES = (".yml", ".yaml")
+
+
+@dataclass
+class ValidationResult:
+    ok: bool
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    policies: tuple[TablePolicy, ...] = ()
+    all_policies: tuple[TablePolicy, ...] = ()
+    project: Project | None = None
+    target: Target | None = None
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity != "error"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "files": self.files, "tables": [p.name for p in self.policies],
+                "errors": len(self.errors), "warnings": len(self.warnings),
+                "diagnostics": [d.to_dict() for d in self.diagnostics]}
+
+
+@dataclass
+class CompiledProject:
+    project: Project
+    target: Target
+    policies: tuple[TablePolicy, ...]
+    all_policies: tuple[TablePolicy, ...]
+    diagnostics: list[Diagnostic]
+
+
+def policy_files(project: Project) -> list[Path]:
+    files: list[Path] = []
+    for rel in project.policy_paths:
+        base = project.root / rel
+        if base.is_file():
+            files.append(base)
+        elif base.is_dir():
+            files += sorted(p for p in base.rglob("*") if p.suffix in POLICY_SUFFIXES and p.is_file()
+                            and not any(part.startswith(".") for part in p.relative_to(base).parts))
+    return files
+
+
+def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located | None, list[Diagnostic]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None, [Diagnostic(rel, 1, 1, "not_utf8", "file is not UTF-8 text")]
+    except OSError as e:
+        return None, [Diagnostic(rel, 1, 1, "unreadable_file", str(e))]
+    try:
+        raw, dups = load_yaml(text)
+    except YamlProblem as p:
+        hint = p.hint
+        if p.code == "yaml_syntax":
+            hint = "\n" + context_lines(text, p.line)
+        return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", hint)]
+    doc, problems = render_tree(raw, vars=project.vars)
+    render_diags = [Diagnostic(rel, *doc.pos(path), p.code, p.message, path, p.hint) for path, p in problems]
+    doc.failed_paths = {path for path, _ in problems}  # their unrendered text is not checked again
+    return doc, render_diags + [Diagnostic(rel, d.line, d.col, d.code, d.message, "", d.hint) for d in dups]
+
+
+def _compile_file(doc: Located, rel: str, project: Project,
+                  project_doc: Located | None = None) -> tuple[list[TablePolicy], list[Diagnostic]]:
+    failed = getattr(doc, "failed_paths", set())
+    diags = [d for d in schema_diagnostics(doc, rel, "policy.schema.json")
+             if not any(d.json_path == f or d.json_path.startswith(f + ".") or d.json_path.startswith(f + "[")
+                        for f in failed)]
+    value = doc.value
+    if not isinstance(value, dict):
+        if not diags:
+            diags.append(Diagnostic(rel, 1, 1, "wrong_type", "a policy file must be a mapping with version and tables"))
+        return [], diags
+    # typed building needs schema-valid input: build every table whose own entry (and the file
+    # defaults) passed the schema, so semantic errors of the others are still reported
+    if any(not d.json_path.startswith("tables[") for d in diags) or not isinstance(value.get("tables"), list):
+        return [], diags
+    broken = {d.json_path.split("]")[0] + "]" for d in diags}
+    policies = []
+    file_defaults = value.get("defaults") or {}
+    for i, table in enumerate(value.get("tables") or []):
+        if f"tables[{i}]" in broken:
+            continue
+        merged = deep_merge(project.defaults, file_defaults, table)
+        # a key inherited from defaults is reported where the default is written
+        layers = [(doc, rel, f"tables[{i}]"), (doc, rel, "defaults")]
+        if project_doc is not None:
+            layers.append((project_doc, PROJECT_FILE, "defaults"))
+        p, d = build_table(merged, doc=doc, file=rel, base=f"tables[{i}]", layers=layers)
+        diags += d
+        if p is not None:
+            policies.append(p)
+    return policies, diags
+
+
+def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Diagnostic]:
+    diags: list[Diagnostic] = []
+    by_name: dict[str, TablePolicy] = {}
+    by_path: dict[str, TablePolicy] = {}
+    for p in policies:
+        if p.name in by_name:
+            first = by_name[p.name]
+            diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "duplicate_name",
+                                    f"table name '{p.name}' is already used at {first.source}", "",
+                                    "table names must be unique across the project"))
+        by_name.setdefault(p.name, p)
+        if p.path:
+            key = p.path.rstrip("/")
+            if key in by_path:
+                ref = p.location("path")
+                diags.append(Diagnostic(ref.file, ref.line, ref.col, "duplicate_path",
+                                        f"path '{p.path}' is already managed by '{by_path[key].name}' "
+                                        f"({by_path[key].source})", "", "one policy per table"))
+            by_path.setdefault(key, p)
+        if p.is_catalog_table and p.format == "delta" and target is not None and target.engine != "spark":
+            diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "catalog_needs_spark",
+                                    f"'{p.name}' has no path: it is a catalog table and needs the spark engine",
+                                    "", "add `path:` or use a spark target", "warning"))
+    return diags
+
+
+def _project_positions(project: Project) -> Located | None:
+    """Positions of compactor.yml's values (for errors in project defaults)."""
+    if project.file is None or not project.defaults:
+        return None
+    try:
+        return load_yaml(project.file.read_text(encoding="utf-8"))[0]
+    except (OSError, YamlProblem, UnicodeDecodeError):
+        return None
+
+
+def validate_project(options: ProjectOptions) -> ValidationResult:
+    """Load everything and collect every diagnostic. Raises only for a missing/broken project file,
+    a missing profile/target (ProjectError/UsageError)."""
+    project, diags = load_project(Path(options.project_dir), options.vars)
+    if any(d.severity == "error" for d in diags):
+        return ValidationResult(False, sorted(diags, key=sort_key), project=project)
+    target, tdiags = load_target(project, options.profiles_dir, options.target)
+    diags += tdiags
+    files = policy_files(project)
+    if not files:
+        diags.append(Diagnostic(PROJECT_FILE, 1, 1, "no_policies",
+                                f"no policy files (*.yml) under {', '.join(project.policy_paths)}",
+                                "", "add policy files or fix policy-paths", "warning"))
+    project_doc = _project_positions(project)
+    policies: list[TablePolicy] = []
+    rels = []
+    for f in files:
+        rel = f.relative_to(project.root).as_posix()
+        rels.append(rel)
+        doc, d = _load_policy_file(f, rel, project)
+        diags += d
+        if doc is not None:
+            ps, d2 = _compile_file(doc, rel, project, project_doc)
+            policies += ps
+            diags += d2
+    diags += _cross_checks(policies, target)
+    for sel in list(options.select) + list(options.exclude):
+        err = check_selector(sel)
+        if err:
+            diags.append(Diagnostic("<command line>", 1, 1, "invalid_selector", err, "", "e.g. tag:nightly, path:policies/*.yml"))
+    ok = not any(d.severity == "error" for d in diags)
+    selected = select_policies(policies, options.select, options.exclude) if ok else tuple(policies)
+    return ValidationResult(ok, sorted(diags, key=sort_key), selected, tuple(policies), project, target, rels)
+
+
+def compile_project(options: ProjectOptions) -> CompiledProject:
+    result = validate_project(options)
+    if not result.ok:
+        n = len(result.errors)
+        lines = "\n".join(str(d) for d in result.errors[:20])
+        raise PolicyError(f"{n} policy error(s):\n{lines}", result.diagnostics,
+                          hint="run `compactor validate` for the full list")
+    assert result.project is not None and result.target is not None
+    return CompiledProject(result.project, result.target, result.policies, result.all_policies, result.diagnostics)

@@ -1,1 +1,0 @@
-"""Structured Streaming file-sink outputs: manifest logs, planning, safe compaction."""

@@ -1,1 +1,0 @@
-"""Read the world: Delta tables (deltalake -> pyarrow), sink manifests, checkpoint logs."""

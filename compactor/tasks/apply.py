@@ -1,0 +1,275 @@
+"""`compactor apply`: run a plan, table by table.
+
+Before anything is touched, the plan is checked against the project (planning/integrity.py): a plan
+from another project, for other tables or paths, or with parameters its policies would not produce is
+refused. Then, per table, under the table's lease: files left by killed runs are cleaned up, the table
+is read once, and each action's precondition is checked on that snapshot (its format re-checks the
+inputs against the log right before committing). The format runs the action (verifying rows before it
+commits); results go to run_results.json and the run history.
+
+``--dry-run`` writes nothing anywhere (no lease, no journal, no results): it checks preconditions and
+evaluates each action against the state as earlier actions would have left it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from compactor import __version__
+from compactor.engines.base import RewriteEngine
+from compactor.errors import (CompactorError, LeaseError, PlanError, StalePlanError, UsageError,
+                              VerificationError)
+from compactor.formats import get_format
+from compactor.formats.base import ActionContext, ActionOutcome, TableFormat
+from compactor.models.results import ActionResult, RunResults, compute_run_totals
+from compactor.models.state import TableState
+from compactor.planning.actions import Action, RewriteAction
+from compactor.planning.plan import Plan, TablePlan
+from compactor.project.model import Project, ProjectOptions, Target
+from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
+from compactor.runtime.lease import TableLease
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()
+
+
+class _Engines:
+    """The rewrite engine of the target, created on first use and shared by every table of the run."""
+
+    def __init__(self, target: Target, engine: RewriteEngine | None) -> None:
+        self.target, self.engine, self.created = target, engine, False
+
+    def __call__(self) -> RewriteEngine:
+        if self.engine is None:
+            from compactor.engines.registry import create_engine
+
+            self.engine = create_engine(self.target)
+            self.created = True
+        return self.engine
+
+    def versions(self) -> dict[str, str]:
+        return self.engine.versions() if self.engine is not None else {}
+
+    def close(self) -> None:
+        if self.created and self.engine is not None:
+            self.engine.close()
+
+
+@dataclass(frozen=True)
+class _TableRun:
+    table: TablePlan
+    fmt: TableFormat
+    plan: Plan
+    target: Target
+    engines: _Engines
+    lease: TableLease | None
+    run_id: str
+    dry_run: bool
+    replan_stale: bool
+    progress: Progress | None
+    orphan_grace_s: float
+    watch_s: float
+
+
+def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, plan_file: str | None = None,
+               dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
+               progress: Progress | None = None, engine: RewriteEngine | None = None,
+               orphan_grace_s: float = DEFAULT_ORPHAN_GRACE_S, watch_s: float = 0.0) -> RunResults:
+    """Run every action of ``plan`` on ``target``. ``engine``: a rewrite engine to use instead of the
+    target's. ``orphan_grace_s``: how old a file of unknown origin left by an interrupted run must be
+    before it is deleted (runtime/journal.py)."""
+    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    started = _now_iso()
+    owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
+    results: list[ActionResult] = []
+    engines = _Engines(target, engine)
+    try:
+        for table in plan.tables:
+            if not table.actions:
+                continue
+            fmt = get_format(table.format)
+            try:
+                if dry_run:
+                    failed = _apply_table(_TableRun(table, fmt, plan, target, engines, None, run_id, True,
+                                                    replan_stale, progress, orphan_grace_s, watch_s), results)
+                else:
+                    with TableLease(table.path, owner, run_id=run_id) as lease:
+                        failed = _apply_table(_TableRun(table, fmt, plan, target, engines, lease, run_id, False,
+                                                        replan_stale, progress, orphan_grace_s, watch_s), results)
+            except LeaseError as e:
+                failed = True
+                results += [ActionResult(table.name, a.type, dict(a.partition), "error", error=str(e))
+                            for a in table.actions]
+            if failed and fail_fast:
+                break
+    finally:
+        engines.close()
+    run = RunResults(run_id=run_id, compactor_version=__version__, started_at=started, finished_at=_now_iso(),
+                     engine=target.engine, engine_versions=engines.versions(), target=target.redacted(),
+                     plan_generated_at=plan.generated_at, plan_file=plan_file, dry_run=dry_run, results=results,
+                     totals=compute_run_totals(results))
+    if project is not None and not dry_run:
+        write_run_results(run, project.target_dir)
+    return run
+
+
+def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
+    """Returns True when the table failed (error or verification failure)."""
+    table, fmt = env.table, env.fmt
+    cache: dict[str, Any] = {}
+    if not env.dry_run:
+        try:
+            fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
+        except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
+            log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
+    state: TableState | None = None
+    for i, planned in enumerate(table.actions):
+        t0 = time.monotonic()
+        res = ActionResult(table.name, planned.type, dict(planned.partition))
+        try:
+            if state is None:
+                state = fmt.read_state(table.path, env.target.storage_options, cache=cache)
+            _run_action(env, i, planned, res, state, cache)
+            state = fmt.simulate(planned, state)
+        except StalePlanError as e:
+            res.status, res.error = "stale", e.message
+        except VerificationError as e:
+            res.status, res.error = "verification_failed", e.message
+            res.duration_s = round(time.monotonic() - t0, 3)
+            results.append(res)
+            log.error("%s: verification failed, stopping this table: %s", table.name, e.message)
+            return True
+        except CompactorError as e:
+            res.status, res.error = "error", str(e)
+        except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
+            log.exception("action failed")
+            res.status, res.error = "error", f"{type(e).__name__}: {e}"
+        res.duration_s = round(time.monotonic() - t0, 3)
+        results.append(res)
+        if env.progress:
+            env.progress("action_end", {"table": table.name, "result": res})
+        if res.status == "error":
+            return True
+    return False
+
+
+def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState,
+                cache: dict[str, Any]) -> None:
+    """Check the precondition on ``state``, run the action; fills ``res``."""
+    table, fmt = env.table, env.fmt
+    action = planned
+    res.table_version_before = state.version
+    try:
+        action.check(fmt.live_paths(state))
+    except StalePlanError:
+        if not env.replan_stale or not isinstance(action, RewriteAction):
+            raise
+        action = _replan(action, state)
+        res.details = {"replanned": True}
+    if action.rewrites:
+        res.rows_before = action.rows
+    if env.progress:
+        env.progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
+                                      "bytes": action.input_bytes, "index": i, "count": len(table.actions)})
+    if env.dry_run and action.type != "vacuum":
+        res.status = "skipped"
+        res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
+        return
+    ctx = ActionContext(table=table, state=state, target=env.target, engine=env.engines,
+                        commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
+                                         "compactor.plan": env.plan.generated_at,
+                                         "compactor.action": f"{env.run_id}:{table.name}:{i}"},
+                        dry_run=env.dry_run, watch_s=env.watch_s, cache=cache)
+    if env.lease is not None:
+        env.lease.check()
+    outcome = fmt.run(action, ctx)
+    _fill(res, outcome)
+    if env.dry_run:
+        res.status = "skipped"
+
+
+def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
+    """Re-plan one stale partition with the parameters it was planned with."""
+    import pyarrow.compute as pc
+
+    from compactor.planning.partitions import plan_partitions
+    from compactor.policy.model import Compaction, Triggers
+
+    comp = Compaction(strategy=type(action).strategy, z_order_by=tuple(getattr(action, "z_order_by", ())),  # type: ignore[arg-type]
+                      sort_by=tuple(getattr(action, "sort_by", ())), target_file_size=action.target_file_size,
+                      min_file_size=action.min_file_size, triggers=Triggers(min_input_files=2), method=action.method)  # type: ignore[arg-type]
+    mask = None
+    for col, val in action.partition.items():
+        column = state.files.column(f"partition.{col}")
+        m = pc.is_null(column) if val is None else pc.equal(column, val)
+        mask = m if mask is None else pc.and_(mask, m)
+    files = state.files.filter(mask) if mask is not None else state.files
+    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.timezone.utc),
+                                 bin_model=action.bin_model, version=state.version, action_class=type(action))
+    if not actions:
+        raise StalePlanError("partition changed since planning and no longer needs compaction")
+    return actions[0]  # type: ignore[return-value]
+
+
+def _fill(res: ActionResult, o: ActionOutcome) -> None:
+    res.files_removed, res.files_added = o.files_removed, o.files_added
+    res.bytes_removed, res.bytes_added = o.bytes_removed, o.bytes_added
+    if o.rows_removed is not None:
+        res.rows_before = o.rows_removed
+    res.rows_after = o.rows_added
+    if o.version_before is not None:
+        res.table_version_before = o.version_before
+    res.table_version_after = o.version_after
+    res.details = {**res.details, **o.details}
+
+
+def write_run_results(run: RunResults, target_dir: Path) -> Path:
+    from compactor.tasks.history import record_run
+
+    target_dir.mkdir(parents=True, exist_ok=True)
+    path = target_dir / "run_results.json"
+    tmp = path.with_name(".run_results.json.tmp")
+    tmp.write_text(json.dumps(run.to_dict(), indent=2, default=str))
+    os.replace(tmp, path)
+    record_run(target_dir, run)
+    return path
+
+
+def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, plan_obj: Plan | None = None,
+                  dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
+                  now: dt.datetime | None = None, progress: Progress | None = None) -> RunResults:
+    from compactor.planning.integrity import plan_problems
+    from compactor.project.compile import compile_project
+    from compactor.tasks.plan import expand_policies, plan_project
+    from compactor.tasks.plan_file import load_plan
+
+    compiled = compile_project(options)
+    if plan_obj is None:
+        plan_obj = load_plan(plan_file) if plan_file is not None else plan_project(options, now=now)
+    if plan_obj.target.get("engine") not in (None, compiled.target.engine):
+        raise UsageError(f"the plan was made for the {plan_obj.target.get('engine')} engine but target "
+                         f"'{compiled.target.name}' uses {compiled.target.engine}",
+                         hint="pass the same --target as for `compactor plan`")
+    policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options, {})
+    problems = plan_problems(plan_obj, compiled.project.name, policies, compiled.target.engine)
+    if problems:
+        shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise PlanError(f"the plan does not match this project's policies; nothing was applied:\n  {shown}",
+                        hint="re-run `compactor plan` and review the new plan")
+    return apply_plan(plan_obj, target=compiled.target, project=compiled.project,
+                      plan_file=str(plan_file) if plan_file else None, dry_run=dry_run, fail_fast=fail_fast,
+                      replan_stale=replan_stale, progress=progress)

@@ -1,0 +1,182 @@
+"""Health report of a Delta table, a file-sink output or a streaming checkpoint (`compactor inspect`).
+
+Pure reading: file counts and a size histogram per partition, the small-file share, and for Spark
+metadata logs the manifest growth, the derived compact interval, retained batch files and the driver
+memory needed to load the manifest, with recommendations."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from compactor.errors import TableReadError
+from compactor.formats.file_sink.log import list_log, source_entries_table
+from compactor.models.state import TableState
+
+#: upper bounds of the histogram buckets (bytes); the last bucket is open
+BUCKETS = (1 << 20, 8 << 20, 32 << 20, 128 << 20, 512 << 20)
+BUCKET_LABELS = ("<1MB", "1-8MB", "8-32MB", "32-128MB", "128-512MB", ">=512MB")
+SMALL_FILE_DEFAULT = 32 << 20
+#: driver heap per manifest entry when Spark loads a .compact (SinkFileStatus objects + strings), measured
+#: order of magnitude; used only for an estimate
+BYTES_PER_ENTRY = 600
+
+
+@dataclass(frozen=True)
+class PartitionHealth:
+    partition: str
+    files: int
+    bytes: int
+    small_files: int
+    histogram: dict[str, int]
+
+
+@dataclass(frozen=True)
+class LogHealth:
+    directory: str
+    log_files: int
+    latest_batch: int | None
+    latest_compact: str | None
+    compact_interval: int
+    entries: int
+    newest_compact_bytes: int
+    growth_bytes_per_batch: float | None
+    retained_batch_files: int
+    estimated_driver_memory_bytes: int
+
+
+@dataclass(frozen=True)
+class InspectReport:
+    path: str
+    kind: str  # delta | spark_file_sink | checkpoint
+    file_count: int = 0
+    total_bytes: int = 0
+    small_file_threshold: int = SMALL_FILE_DEFAULT
+    small_files: int = 0
+    partitions: tuple[PartitionHealth, ...] = ()
+    logs: tuple[LogHealth, ...] = ()
+    policy: dict[str, Any] = field(default_factory=dict)
+    recommendations: tuple[str, ...] = ()
+
+    @property
+    def small_file_share(self) -> float:
+        return self.small_files / self.file_count if self.file_count else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["small_file_share"] = round(self.small_file_share, 4)
+        return d
+
+
+def _histogram(sizes: pa.Array) -> dict[str, int]:
+    counts = dict.fromkeys(BUCKET_LABELS, 0)
+    for s in sizes.to_pylist():
+        i = next((k for k, b in enumerate(BUCKETS) if s < b), len(BUCKETS))
+        counts[BUCKET_LABELS[i]] += 1
+    return counts
+
+
+def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
+    files = state.files
+    cols = [f"partition.{c}" for c in state.partition_columns]
+    if files.num_rows == 0:
+        return ()
+    keys = (["/".join(f"{c[10:]}={v}" for c, v in zip(cols, vals)) for vals in zip(*(files.column(c).to_pylist()
+            for c in cols))] if cols else [""] * files.num_rows)
+    t = pa.table({"k": keys, "size": files.column("size_bytes")})
+    out = []
+    for k in sorted(set(keys)):
+        sizes = t.filter(pc.equal(t.column("k"), k)).column("size")
+        out.append(PartitionHealth(k or "(unpartitioned)", len(sizes), int(pc.sum(sizes).as_py() or 0),
+                                   int(pc.sum(pc.less(sizes, small)).as_py() or 0), _histogram(sizes)))
+    return tuple(out)
+
+
+def _log_health(directory: Path, entries: int) -> LogHealth:
+    log = list_log(directory)
+    compacts = log.compacts
+    growth = None
+    if len(compacts) >= 2 and compacts[-1].batch > compacts[-2].batch:
+        growth = (compacts[-1].size - compacts[-2].size) / (compacts[-1].batch - compacts[-2].batch)
+    lc = log.latest_compact
+    return LogHealth(str(directory), len(log.files), log.latest_batch, lc.path.name if lc else None,
+                     log.compact_interval(), entries, lc.size if lc else 0, growth,
+                     sum(1 for f in log.files if not f.compact), entries * BYTES_PER_ENTRY)
+
+
+def _recommend(report_logs: list[LogHealth], policy: Mapping[str, Any], kind: str, small_share: float,
+               small_files: int) -> list[str]:
+    recs = []
+    if small_files and small_share >= 0.5:
+        recs.append(f"{small_share:.0%} of files are small: compact them (`compactor plan` then `compactor apply`)")
+    for lh in report_logs:
+        want = policy.get("compact_interval")
+        if want and lh.compact_interval != want:
+            recs.append(f"{lh.directory}: derived compact interval {lh.compact_interval} differs from the policy's "
+                        f"{want}; set spark.sql.streaming.fileSink.log.compactInterval={want} (`compactor compile`)")
+        keep = policy.get("min_batches_to_retain")
+        if keep and lh.retained_batch_files > keep + lh.compact_interval:
+            recs.append(f"{lh.directory}: {lh.retained_batch_files} batch files retained, more than "
+                        f"min_batches_to_retain={keep}: check spark.sql.streaming.fileSink.log.deletion/cleanupDelay")
+        if lh.estimated_driver_memory_bytes > 512 << 20:
+            recs.append(f"{lh.directory}: the manifest needs ~{lh.estimated_driver_memory_bytes >> 20} MiB of driver "
+                        "memory to load")
+        if "sources" in Path(lh.directory).parts:
+            recs.append(f"{lh.directory}: the file-source log is never pruned by Spark: set the source option "
+                        "maxFileAge and cleanSource (archive/delete) to bound it")
+        elif lh.entries > 10_000 and not policy.get("retention"):
+            recs.append(f"{lh.directory}: {lh.entries} manifest entries and no retention: set the sink writeStream "
+                        "option `retention` (e.g. 30d) or plan `sink_prune`")
+        if lh.compact_interval < 3 and lh.log_files > 0:
+            recs.append(f"{lh.directory}: compact interval {lh.compact_interval} rewrites the whole manifest almost "
+                        "every batch: raise spark.sql.streaming.fileSink.log.compactInterval")
+    return recs
+
+
+def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
+                 policy: Mapping[str, Any] | None = None) -> InspectReport:
+    """``policy`` (optional): sink settings to compare against (compact_interval, min_batches_to_retain,
+    retention, min_file_size)."""
+    root = Path(path)
+    policy = dict(policy or {})
+    small = int(policy.get("min_file_size") or SMALL_FILE_DEFAULT)
+    if (root / "_delta_log").is_dir() or "://" in path:
+        from compactor.formats.delta.state import read_delta_state
+
+        return _data_report(path, "delta", read_delta_state(path, storage_options), small, [], policy)
+    if (root / "_spark_metadata").is_dir():
+        from compactor.formats.file_sink.state import read_sink_state
+
+        state = read_sink_state(path, storage_options)
+        lh = _log_health(root / "_spark_metadata", int(state.extra.get("compact_entries", 0)))
+        return _data_report(path, "spark_file_sink", state, small, [lh], policy)
+    if (root / "offsets").is_dir() or (root / "commits").is_dir() or (root / "sources").is_dir():
+        logs = []
+        src = root / "sources"
+        for d in sorted(src.iterdir()) if src.is_dir() else []:
+            if d.is_dir() and list_log(d).files:
+                logs.append(_log_health(d, source_entries_table(list_log(d)).num_rows))
+        for sub in ("offsets", "commits"):
+            if (root / sub).is_dir():
+                logs.append(_log_health(root / sub, 0))
+        recs = _recommend([lh for lh in logs if "sources" in Path(lh.directory).parts], policy, "checkpoint", 0, 0)
+        return InspectReport(path, "checkpoint", logs=tuple(logs), policy=policy, recommendations=tuple(recs))
+    raise TableReadError(f"{path}: not a Delta table, a file-sink output (_spark_metadata) or a streaming "
+                         "checkpoint (offsets/, commits/, sources/)")
+
+
+def _data_report(path: str, kind: str, state: TableState, small: int, logs: list[LogHealth],
+                 policy: dict[str, Any]) -> InspectReport:
+    parts = _partitions(state, small)
+    n_small = sum(p.small_files for p in parts)
+    share = n_small / state.file_count if state.file_count else 0.0
+    recs = _recommend(logs, policy, kind, share, n_small)
+    if state.extra.get("delete_entries"):
+        recs.append(f"the manifest has {state.extra['delete_entries']} 'delete' entries: Spark >= 3.1 ignores them "
+                    "and lists those files again")
+    return InspectReport(path, kind, state.file_count, state.total_bytes, small, n_small, parts, tuple(logs),
+                         policy, tuple(recs))

@@ -1,0 +1,140 @@
+"""`compactor plan`: read every selected table (in parallel) and build the plan.
+
+``build_plan`` is pure (policies + table states + now -> Plan); each table is planned by its format
+(formats/*: plan_table is pure too). ``plan_project`` is the I/O shell around it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from compactor import __version__
+from compactor.errors import CompactorError, TableReadError
+from compactor.formats import get_format
+from compactor.models.state import TableState, files_table
+from compactor.planning.plan import Plan, Skip, TablePlan, compute_totals
+from compactor.policy.model import TablePolicy
+from compactor.project.model import ProjectOptions, Target
+from compactor.runtime.paths import is_uri
+
+log = logging.getLogger(__name__)
+
+
+def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.datetime, target: Target) -> TablePlan:
+    if isinstance(state, Exception):
+        msg = str(state)
+        return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None, error=msg,
+                         policy_source=str(policy.source), skipped=(Skip("unreadable", None, {}, msg),))
+    return get_format(policy.format).plan_table(policy, state, now=now, engine=target.engine)
+
+
+def build_plan(policies: Sequence[TablePolicy], states: Mapping[str, TableState | Exception], *,
+               now: dt.datetime, target: Target, project_name: str,
+               invocation: Mapping[str, Any] | None = None) -> Plan:
+    """PURE: policies + table states + now -> Plan. states are keyed by policy name."""
+    tables = []
+    for p in policies:
+        state = states.get(p.name)
+        if state is None:
+            state = TableReadError(f"{p.name}: no table state was read")
+        tables.append(plan_table(p, state, now=now, target=target))
+    tables_t = tuple(tables)
+    return Plan(compactor_version=__version__, generated_at=now.astimezone(dt.timezone.utc).isoformat(),
+                project=project_name, target=target.redacted(), tables=tables_t, totals=compute_totals(tables_t),
+                invocation=dict(invocation or {}))
+
+
+# ----------------------------------------------------------------------------- the I/O shell
+
+
+def resolve_path(path: str, root: Path) -> str:
+    if is_uri(path) or Path(path).is_absolute():
+        return path
+    return str((root / path).resolve())
+
+
+def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options: Mapping[str, str],
+                    errors: dict[str, Exception] | None = None) -> list[TablePolicy]:
+    """Resolve relative paths against the project root and expand `discover` entries into tables.
+
+    A discover that fails (missing root, object store) keeps its policy, unexpanded, and records the
+    error in `errors` under the policy's name, so one bad root never stops the other tables; without
+    `errors` the error is raised."""
+    from compactor.formats.discover import discover_tables
+
+    out: list[TablePolicy] = []
+    for p in policies:
+        if p.discover is not None:
+            base = resolve_path(p.discover.root, root)
+            try:
+                found = discover_tables(base, p.discover.include, p.discover.exclude, storage_options, fmt=p.format)
+            except CompactorError as e:
+                if errors is None:
+                    raise
+                errors[p.name] = e
+                out.append(replace(p, path=base))
+                continue
+            for rel in found:
+                out.append(replace(p, name=f"{p.name}/{rel}", path=f"{base.rstrip('/')}/{rel}", discover=None))
+        elif p.path is not None:
+            out.append(replace(p, path=resolve_path(p.path, root)))
+        else:
+            out.append(p)
+    return out
+
+
+def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
+    try:
+        path = policy.path
+        if policy.is_catalog_table:
+            if target.engine != "spark":
+                raise TableReadError(f"'{policy.name}' is a catalog table (no path): it needs the spark engine")
+            from compactor.engines.spark_session import resolve_catalog_path
+
+            path = resolve_catalog_path(policy.name, target.spark)
+        assert path is not None
+        return get_format(policy.format).read_state(path, target.storage_options, policy)
+    except CompactorError as e:
+        return e
+    except ImportError as e:
+        return TableReadError(f"{policy.name}: support for this table kind is not available ({e})")
+    except Exception as e:  # noqa: BLE001 - one unreadable table must not stop the plan
+        return TableReadError(f"{policy.name}: {type(e).__name__}: {e}")
+
+
+def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> Plan:
+    from compactor.project.compile import compile_project
+    from compactor.tasks.plan_file import write_plan
+
+    compiled = compile_project(options)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    discover_errors: dict[str, Exception] = {}
+    policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
+                               discover_errors)
+    states: dict[str, TableState | Exception] = dict(discover_errors)
+    to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
+        futures = {p.name: pool.submit(read_state, p, compiled.target) for p in to_read}
+        for i, (name, fut) in enumerate(futures.items(), 1):
+            states[name] = fut.result()
+            if progress:
+                progress(name, i, len(futures))
+    for p in policies:
+        if not p.enabled:
+            states[p.name] = _disabled_state(p)
+    plan = build_plan(policies, states, now=now, target=compiled.target, project_name=compiled.project.name,
+                      invocation={"select": list(options.select), "exclude": list(options.exclude),
+                                  "vars": {k: v for k, v in options.vars.items()}, "target": compiled.target.name})
+    if out is not None:
+        write_plan(plan, out)
+    return plan
+
+
+def _disabled_state(p: TablePolicy) -> TableState:
+    return TableState(uri=p.path or p.name, format=p.format, version=None, partition_columns=(), files=files_table([]))
