@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Iterable
 
-from compactor.runtime.lease import LEASE_DIR, _pid_alive
+from compactor.runtime.lease import pid_alive
 from compactor.runtime.paths import is_remote, local_path
 
 log = logging.getLogger(__name__)
@@ -70,12 +70,12 @@ class JournalEntry:
         if self.ended_at is not None:
             return False
         if self.host == socket.gethostname():
-            return _pid_alive(self.pid) and self.pid != os.getpid()
+            return pid_alive(self.pid) and self.pid != os.getpid()
         return now - self.heartbeat_at < 10 * HEARTBEAT_S
 
 
 def journal_dir(table_uri: str) -> Path:
-    return Path(local_path(table_uri)) / LEASE_DIR / JOURNAL_DIR
+    return Path(local_path(table_uri)) / "_compactor" / JOURNAL_DIR
 
 
 def _write(path: Path, entry: JournalEntry) -> None:

@@ -1,10 +1,23 @@
-"""An exclusive per-table compaction lease: ``<table>/_compactor/lease.json``.
+"""An exclusive per-table compaction lease, ``<table>/_compactor/lease.json``, on any storage.
 
-Created atomically (O_CREAT|O_EXCL), it records owner, host, pid, run id and an expiry. A lease past its
-expiry, or held by a dead process on this host, is taken over atomically: the stale file is renamed to a
-unique name (only one contender's rename succeeds) and a new lease is created exclusively. Delta and
-Spark ignore ``_``-prefixed directories. On object stores the same protocol needs a create-if-absent put;
-compactor does not take leases there (it still re-checks before and scans after every commit).
+The same semantics as ``compactor.engines.lease`` (owner, host, pid, run id, expiry; a heartbeat renews
+it; an expired lease, a released one, or one whose holder process is dead on this host is taken over;
+``check()`` raises once it is lost), built on ``compactor.runtime.storage.Storage`` so it works on local
+disk, S3, Azure and GCS alike:
+
+- acquire: ``create_exclusive`` (If-None-Match: * / hard link). When a lease exists, its content and
+  version are read in one request; a live lease raises ``LeaseError``; a stale one is replaced with
+  ``put_if_match`` against exactly the version that was read. That conditional replace is the exclusive
+  guard: of several contenders that saw the same stale lease, only one replace succeeds, and a lease
+  renewed or taken over in the meantime has another version, so nobody replaces a live lease.
+- renew: read, check the run id is ours, ``put_if_match`` a later expiry. A failed replace means another
+  process changed the lease: it is lost.
+- release: replace our lease (conditionally) with a tombstone, ``released: true``. An unconditional
+  delete could remove a lease another process took over between our read and the delete (object stores
+  offer no conditional delete through object_store), so the file stays and the next acquire takes the
+  tombstone over with one conditional put.
+
+Expiry compares wall clocks of different machines: they must agree to well within ``ttl_s``.
 """
 
 from __future__ import annotations
@@ -12,23 +25,26 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
 
 from compactor.errors import LeaseError
-from compactor.runtime.paths import is_remote as is_uri
+from compactor.runtime.storage import ObjectNotFoundError, Storage, StorageError
 
 log = logging.getLogger(__name__)
 
-LEASE_DIR = "_compactor"
-LEASE_FILE = "lease.json"
+LEASE_PATH = "_compactor/lease.json"
+_ATTEMPTS = 6
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -46,157 +62,145 @@ class LeaseInfo:
     run_id: str
     acquired_at: float
     expires_at: float
+    released: bool = False
 
     def is_stale(self, now: float) -> bool:
-        if now >= self.expires_at:
+        if self.released or now >= self.expires_at:
             return True
-        return self.host == socket.gethostname() and not _pid_alive(self.pid)
+        return self.host == socket.gethostname() and not pid_alive(self.pid)
 
-
-def _link_exclusive(path: Path, content: str) -> bool:
-    """Create ``path`` with ``content`` only if it does not exist, atomically and never half-written:
-    the content is written to a unique temp file first and hard-linked into place (link fails if the
-    name exists). An O_EXCL create followed by a write would leave an empty file if the process were
-    killed in between, blocking the table until the lease expired."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as f:
-        f.write(content)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        tmp.unlink(missing_ok=True)
+    def describe(self) -> str:
+        until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.expires_at))
+        return f"{self.owner} (pid {self.pid} on {self.host}, run {self.run_id}) until {until}"
 
 
 class TableLease:
-    """Context manager holding the lease of one table for the duration of an apply.
+    """Context manager holding the lease of one table (local path or object-store URI).
 
-    ``TableLease(table_uri, owner, ttl_s)``; ``run_id`` identifies the holder (a fresh id by default).
-    While held, a daemon thread renews the lease every ``ttl_s / 3`` seconds, so a long action (one
-    blocking delta-rs or Spark call) keeps it; a process that dies stops renewing and the lease expires.
+    ``TableLease(table_uri, owner, ttl_s, storage_options=...)``; a daemon thread renews it every
+    ``ttl_s / 3`` seconds while held. Call ``check()`` right before committing.
     """
 
-    def __init__(self, table_uri: str, owner: str, ttl_s: float = 900.0, *, run_id: str | None = None,
-                 heartbeat: bool = True) -> None:
+    def __init__(self, table_uri: str, owner: str, ttl_s: float = 900.0, *,
+                 storage_options: Mapping[str, Any] | None = None, storage: Storage | None = None,
+                 run_id: str | None = None, heartbeat: bool = True) -> None:
         self.table_uri = table_uri
+        self.storage = storage or Storage.for_uri(table_uri, storage_options)
         self.owner, self.ttl_s = owner, float(ttl_s)
         self.run_id = run_id or uuid.uuid4().hex
-        self.enabled = not is_uri(table_uri)
-        self.path = Path(table_uri) / LEASE_DIR / LEASE_FILE if self.enabled else None
         self.held = False
+        self.lost_reason: str | None = None
+        self._acquired_at = 0.0
         self._heartbeat = heartbeat
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def _info(self) -> LeaseInfo:
+    # ------------------------------------------------------------------ content
+
+    def _info(self, *, released: bool = False) -> LeaseInfo:
         now = time.time()
-        return LeaseInfo(self.owner, socket.gethostname(), os.getpid(), self.run_id, now, now + self.ttl_s)
-
-    def _create(self) -> bool:
-        assert self.path is not None
-        return _link_exclusive(self.path, json.dumps(self._info().__dict__))
-
-    def read(self) -> LeaseInfo | None:
-        assert self.path is not None
-        try:
-            return LeaseInfo(**json.loads(self.path.read_text()))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError):
-            # a torn or foreign file: treat as stale once it is older than the ttl
-            age = time.time() - self.path.stat().st_mtime
-            return LeaseInfo("unknown", "", 0, "", 0, 0 if age > self.ttl_s else time.time() + self.ttl_s)
-
-    def acquire(self) -> None:
-        if not self.enabled:
-            log.warning("no lease on object store table %s (guarded by commit re-checks only)", self.table_uri)
-            return
-        for _ in range(3):
-            if self._create():
-                self.held = True
-                self._start_heartbeat()
-                return
-            current = self.read()
-            if current is None:
-                continue
-            if not current.is_stale(time.time()):
-                raise LeaseError(
-                    f"{self.table_uri}: compaction lease held by {current.owner} (pid {current.pid} on "
-                    f"{current.host}, run {current.run_id}) until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(current.expires_at))}",
-                    hint="another compactor apply is running on this table; retry later")
-            if self._take_over(current):
-                self.held = True
-                self._start_heartbeat()
-                return
-            time.sleep(0.05)
-        raise LeaseError(f"{self.table_uri}: could not acquire the compaction lease (contended)")
-
-    def _take_over(self, seen: LeaseInfo) -> bool:
-        """Replace the stale lease ``seen``. Contenders serialise on an O_EXCL guard file; the holder of
-        the guard re-reads the lease and replaces it only if it is still the same stale lease (a plain
-        rename would let a slow contender rename away the fresh lease a faster one just created)."""
-        assert self.path is not None
-        guard = self.path.with_name("lease.takeover")
-        if not _link_exclusive(guard, json.dumps({"host": socket.gethostname(), "pid": os.getpid()})):
-            self._clear_dead_guard(guard)
-            return False
-        try:
-            again = self.read()
-            if again is not None:
-                if (again.run_id, again.acquired_at) != (seen.run_id, seen.acquired_at) or \
-                        not again.is_stale(time.time()):
-                    return False
-                stale = self.path.with_name(f"lease.stale-{uuid.uuid4().hex}.json")
-                os.rename(self.path, stale)
-                stale.unlink(missing_ok=True)
-                log.warning("took over stale lease of %s (run %s)", seen.owner, seen.run_id)
-            return self._create()
-        finally:
-            guard.unlink(missing_ok=True)
+        return LeaseInfo(self.owner, socket.gethostname(), os.getpid(), self.run_id,
+                         self._acquired_at or now, now if released else now + self.ttl_s, released)
 
     @staticmethod
-    def _clear_dead_guard(guard: Path) -> None:
-        """A contender killed mid-takeover leaves its guard behind: remove it once its process is gone
-        (same host) or it is older than 30 s."""
+    def _encode(info: LeaseInfo) -> bytes:
+        return json.dumps(asdict(info), sort_keys=True).encode()
+
+    def _parse(self, data: bytes) -> LeaseInfo:
         try:
-            age = time.time() - guard.stat().st_mtime
-            owner = json.loads(guard.read_text() or "{}")
-        except FileNotFoundError:
-            return
-        except ValueError:
-            owner = {}
-        dead = owner.get("host") == socket.gethostname() and not _pid_alive(int(owner.get("pid", 0)))
-        if dead or age > 30:
-            guard.unlink(missing_ok=True)
+            raw = json.loads(data)
+            return LeaseInfo(**{k: raw[k] for k in LeaseInfo.__dataclass_fields__ if k in raw})
+        except (ValueError, TypeError, KeyError):
+            # a torn or foreign file: stale once it is older than the ttl
+            head = self.storage.head(LEASE_PATH)
+            age = time.time() - head.mtime if head is not None else self.ttl_s + 1
+            return LeaseInfo("unknown", "", 0, "", 0, 0 if age > self.ttl_s else time.time() + self.ttl_s)
+
+    def read(self) -> LeaseInfo | None:
+        """The current lease record (None if there is none)."""
+        try:
+            return self._parse(self.storage.read_bytes(LEASE_PATH))
+        except ObjectNotFoundError:
+            return None
+
+    # ------------------------------------------------------------------ acquire / renew / release
+
+    def acquire(self) -> None:
+        for attempt in range(_ATTEMPTS):
+            self._acquired_at = time.time()
+            if self.storage.create_exclusive(LEASE_PATH, self._encode(self._info())):
+                self._now_held()
+                return
+            try:
+                data, version = self.storage.read_versioned(LEASE_PATH)
+            except ObjectNotFoundError:
+                continue  # released and deleted by a foreign tool in between: create again
+            current = self._parse(data)
+            if not current.is_stale(time.time()):
+                raise LeaseError(f"{self.table_uri}: compaction lease held by {current.describe()}",
+                                 hint="another compactor apply is running on this table; retry later")
+            self._acquired_at = time.time()
+            if self.storage.put_if_match(LEASE_PATH, self._encode(self._info()), version):
+                if not current.released:
+                    log.warning("took over stale lease of %s (run %s)", current.owner, current.run_id)
+                self._now_held()
+                return
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # another contender replaced it first
+        raise LeaseError(f"{self.table_uri}: could not acquire the compaction lease (contended)")
+
+    def _now_held(self) -> None:
+        self.held, self.lost_reason = True, None
+        self._start_heartbeat()
+
+    def _lost(self, reason: str) -> LeaseError:
+        self.held, self.lost_reason = False, reason
+        return LeaseError(f"{self.table_uri}: lease was lost ({reason})")
 
     def renew(self) -> None:
-        """Extend the expiry (also done by the heartbeat thread). LeaseError if the lease was lost."""
+        """Extend the expiry (the heartbeat does this). LeaseError if the lease was lost."""
         with self._lock:
-            if not self.held or self.path is None:
+            if not self.held:
                 return
-            current = self.read()
-            if current is None or current.run_id != self.run_id:
-                self.held = False
-                raise LeaseError(f"{self.table_uri}: lease was lost (taken over after expiry?)")
-            info = self._info()
-            info.acquired_at = current.acquired_at
-            tmp = self.path.with_name(f".lease.{self.run_id}.tmp")
-            tmp.write_text(json.dumps(info.__dict__))
-            os.replace(tmp, self.path)
+            try:
+                data, version = self.storage.read_versioned(LEASE_PATH)
+            except ObjectNotFoundError:
+                raise self._lost("lease file deleted") from None
+            current = self._parse(data)
+            if current.run_id != self.run_id or current.released:
+                raise self._lost(f"now held by {current.describe()}")
+            if not self.storage.put_if_match(LEASE_PATH, self._encode(self._info()), version):
+                raise self._lost("changed by another process while renewing")
 
     def check(self) -> None:
-        """Raise LeaseError unless this lease is still ours (call right before committing)."""
-        if not self.enabled:
-            return
+        """Raise LeaseError unless this lease is still ours and unexpired (call right before committing)."""
+        if not self.held:
+            raise LeaseError(f"{self.table_uri}: lease not held ({self.lost_reason or 'never acquired'})")
         current = self.read()
-        if not self.held or current is None or current.run_id != self.run_id:
-            raise LeaseError(f"{self.table_uri}: lease was lost (taken over after expiry?)")
+        if current is None:
+            raise self._lost("lease file deleted")
+        if current.run_id != self.run_id or current.released:
+            raise self._lost(f"now held by {current.describe()}")
+        if time.time() >= current.expires_at:
+            raise self._lost("expired without renewal")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        with self._lock:
+            if not self.held:
+                return
+            self.held = False
+            try:
+                data, version = self.storage.read_versioned(LEASE_PATH)
+            except ObjectNotFoundError:
+                return
+            if self._parse(data).run_id == self.run_id:
+                self.storage.put_if_match(LEASE_PATH, self._encode(self._info(released=True)), version)
+
+    # ------------------------------------------------------------------ heartbeat
 
     def _start_heartbeat(self) -> None:
         if not self._heartbeat:
@@ -212,23 +216,10 @@ class TableLease:
             except LeaseError as e:
                 log.error("%s", e)
                 return
-            except OSError as e:  # a transient storage hiccup: the next beat retries before expiry
-                log.warning("could not renew lease of %s: %s", self.table_uri, e)
+            except StorageError as e:  # a transient storage error: the next beat retries before expiry
+                log.warning("could not renew the lease of %s: %s", self.table_uri, e)
 
-    def release(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-        with self._lock:
-            if not self.held or self.path is None:
-                return
-            current = self.read()
-            if current is not None and current.run_id == self.run_id:
-                self.path.unlink(missing_ok=True)
-            self.held = False
-
-    def __enter__(self) -> "TableLease":
+    def __enter__(self) -> TableLease:
         self.acquire()
         return self
 

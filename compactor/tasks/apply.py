@@ -107,7 +107,8 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                     failed = _apply_table(_TableRun(table, fmt, plan, target, engines, None, run_id, True,
                                                     replan_stale, progress, orphan_grace_s, watch_s), results)
                 else:
-                    with TableLease(table.path, owner, run_id=run_id) as lease:
+                    with TableLease(table.path, owner, run_id=run_id,
+                                    storage_options=target.storage_options) as lease:
                         failed = _apply_table(_TableRun(table, fmt, plan, target, engines, lease, run_id, False,
                                                         replan_stale, progress, orphan_grace_s, watch_s), results)
             except LeaseError as e:
