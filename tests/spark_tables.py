@@ -9,6 +9,7 @@ a kind needs (multi-part checkpoint size, OPTIMIZE sizes) are set only for the b
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -106,7 +107,7 @@ def mixed_partitioned(spark: Any, path: str | Path, *, appends: int = 2, files: 
     return SparkTable("mixed_partitioned", p, appends * 100, MIXED_PARTITIONS)
 
 
-def deletion_vectors(spark: Any, path: str | Path, *, appends: int = 3, files: int = 3) -> SparkTable:
+def deletion_vectors(spark: Any, path: str | Path, *, appends: int = 2, files: int = 3) -> SparkTable:
     """(c) Deletion vectors on, then a DELETE that hits every file but removes only some rows: the
     files stay and get DV descriptors."""
     p = str(path)
@@ -164,23 +165,23 @@ def _many_commits(spark: Any, p: str, commits: int, files: int) -> int:
     return rows
 
 
-def v2_checkpoint(spark: Any, path: str | Path, *, commits: int = 7) -> SparkTable:
-    """(g) ``delta.checkpointPolicy=v2`` with a checkpoint every 3 commits: the log holds
+def v2_checkpoint(spark: Any, path: str | Path, *, commits: int = 5) -> SparkTable:
+    """(g) ``delta.checkpointPolicy=v2`` with a checkpoint every 2 commits: the log holds
     ``<v>.checkpoint.<uuid>.{json,parquet}`` files (and sidecars under ``_delta_log/_sidecars``)."""
     p = str(path)
     _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
-            properties={"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "3"})
+            properties={"delta.checkpointPolicy": "v2", "delta.checkpointInterval": "2"})
     rows = _many_commits(spark, p, commits, 2)
     return SparkTable("v2_checkpoint", p, rows, ("date",), ("v2Checkpoint",))
 
 
-def multipart_checkpoint(spark: Any, path: str | Path, *, commits: int = 7) -> SparkTable:
+def multipart_checkpoint(spark: Any, path: str | Path, *, commits: int = 5) -> SparkTable:
     """(g) Classic checkpoints split into parts of at most 5 actions
-    (``spark.databricks.delta.checkpoint.partSize``), a checkpoint every 3 commits."""
+    (``spark.databricks.delta.checkpoint.partSize``), a checkpoint every 2 commits."""
     p = str(path)
     with session_conf(spark, {"spark.databricks.delta.checkpoint.partSize": "5"}):
         _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
-                properties={"delta.checkpointInterval": "3"})
+                properties={"delta.checkpointInterval": "2"})
         rows = _many_commits(spark, p, commits, 2)
     return SparkTable("multipart_checkpoint", p, rows, ("date",))
 
@@ -247,6 +248,36 @@ def _sql_str(v: str | None) -> str:
     if v is None:
         return "CAST(NULL AS STRING)"
     return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def commit_actions(path: str | Path, version: int) -> list[dict[str, Any]]:
+    """The actions of one JSON commit, in file order."""
+    f = Path(path) / "_delta_log" / f"{version:020d}.json"
+    return [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+
+
+def commit_versions(path: str | Path) -> list[int]:
+    return sorted(int(f.name[:20]) for f in (Path(path) / "_delta_log").glob("[0-9]" * 20 + ".json"))
+
+
+def _file_key(action: Mapping[str, Any]) -> tuple[str, str]:
+    """A file's identity in log replay: its path plus its deletion vector's id (a DELETE re-adds the
+    same path with a DV and removes the path without one)."""
+    dv = action.get("deletionVector") or {}
+    return action["path"], f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}@{dv.get('offset', '')}"
+
+
+def live_adds(path: str | Path) -> list[dict[str, Any]]:
+    """The live add actions by replaying every JSON commit (our builders never delete old commits, so
+    checkpoints are not needed)."""
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for v in commit_versions(path):
+        for a in commit_actions(path, v):
+            if "add" in a:
+                live[_file_key(a["add"])] = a["add"]
+            elif "remove" in a:
+                live.pop(_file_key(a["remove"]), None)
+    return list(live.values())
 
 
 BUILDERS: dict[str, Callable[..., SparkTable]] = {
