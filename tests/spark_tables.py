@@ -122,12 +122,12 @@ def deletion_vectors(spark: Any, path: str | Path, *, appends: int = 2, files: i
 
 
 def column_mapping(spark: Any, path: str | Path, *, appends: int = 3, files: int = 3) -> SparkTable:
-    """(d) Column mapping in name mode, with ``amount`` renamed to ``total`` after the first append (so
-    physical and logical names differ) and more appends after the rename."""
+    """(d) Column mapping in name mode (delta-spark 4.4 picks protocol 2/7: writer feature columnMapping,
+    no reader feature list), with ``amount`` renamed to ``total`` after the first append (so physical
+    and logical names differ) and more appends after the rename."""
     p = str(path)
     _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
-            properties={"delta.columnMapping.mode": "name", "delta.minReaderVersion": "2",
-                        "delta.minWriterVersion": "5"})
+            properties={"delta.columnMapping.mode": "name"})
     _append(spark, p, 0, 300, _date_cols(), files)
     spark.sql(f"ALTER TABLE delta.`{p}` RENAME COLUMN amount TO total")
     cols = tuple(c.replace(" AS amount", " AS total") for c in _date_cols())

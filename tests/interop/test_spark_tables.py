@@ -87,6 +87,9 @@ def test_column_mapping_name_mode_with_a_renamed_column(delta_spark, tmp_path: P
     t = st.column_mapping(delta_spark, tmp_path / "t")
     meta = _metadata(t.path)
     assert meta["configuration"]["delta.columnMapping.mode"] == "name"
+    proto = _protocol(t.path)
+    assert (proto["minReaderVersion"], proto["minWriterVersion"]) == (2, 7)
+    assert "columnMapping" in proto["writerFeatures"] and "readerFeatures" not in proto
     fields = {f["name"]: f["metadata"] for f in json.loads(meta["schemaString"])["fields"]}
     assert "amount" not in fields
     physical = fields["total"]["delta.columnMapping.physicalName"]
