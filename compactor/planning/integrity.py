@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from compactor.planning.actions import (Action, RewriteAction, SetPropertiesAction, SinkGuards, SortAction,
+from compactor.planning.actions import (Action, digest_paths, RewriteAction, SetPropertiesAction, SinkGuards, SortAction,
                                         VacuumAction, ZOrderAction)
 from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.retention import declared_properties, vacuum_retention_hours
@@ -69,6 +69,8 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
 def _shape_problems(a: Action) -> list[str]:
     paths = a.input_paths
     out = []
+    if a.precondition.digest and digest_paths(paths) != a.precondition.digest:
+        out.append("its files do not match its precondition digest (bins were edited)")
     if a.bins and any(not b for b in a.bins):
         out.append("a bin is empty")
     if len(set(paths)) != len(paths):

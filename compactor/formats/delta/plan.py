@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from compactor.models.state import TableState
 from compactor.planning.actions import REWRITE_ACTIONS
 from compactor.planning.partitions import plan_partitions
@@ -68,9 +71,14 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
                              f"'{lb.column}' is not a partition column ({', '.join(state.partition_columns) or 'none'})")
     actions: list[Any] = []
     skips: list[Skip] = []
+    eligible = None
+    unremovable = state.extra.get("unremovable_paths") or frozenset()
+    if unremovable and not (engine == "spark" and c.method == "optimize"):
+        eligible, sk = _exclude_unremovable(state, unremovable)
+        skips += sk
     if c.enabled:
         acts, sk = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                   version=state.version, where=where)
+                                   version=state.version, where=where, eligible=eligible)
         actions += acts
         skips += sk
     else:
@@ -81,6 +89,24 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         skips += sk
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in REWRITE_ACTIONS)
     return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+
+
+def _exclude_unremovable(state: TableState, unremovable: frozenset[str]) -> tuple[pa.Array, list[Skip]]:
+    """Files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
+    values raw; delta-rs encodes them): a delta-rs commit removing them would match nothing and duplicate
+    their rows. They are left out of every bin, and each partition holding some says so."""
+    paths = state.files.column("path")
+    bad = pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string()))
+    cols = [f"partition.{c}" for c in state.partition_columns]
+    by_partition: dict[tuple, int] = {}
+    for row in state.files.filter(bad).select(cols).to_pylist():
+        key = tuple(row[c] for c in cols)
+        by_partition[key] = by_partition.get(key, 0) + 1
+    skips = [Skip("unsupported", dict(zip(state.partition_columns, key)) or None, {"files": n},
+                  f"{n} file(s) whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters): "
+                  "left alone; the spark engine's native OPTIMIZE (compaction.method: optimize) can compact them")
+             for key, n in sorted(by_partition.items(), key=str)]
+    return pc.invert(bad), skips
 
 
 def _config_error(base: dict, state: TableState, msg: str) -> TablePlan:

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,17 +61,29 @@ def configure_delta_rs_allocator() -> bool:
     return True
 
 
-def _logical_paths(raw: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """URL-decode the paths that need it (most have no '%': only those are touched)."""
+#: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
+#: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
+DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
+_NEEDS_LOOK = r"[^A-Za-z0-9/!$&'()+,\-.:;=@_~]"
+
+
+def _logical_paths(raw: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, frozenset[str]]:
+    """URL-decode the paths that need it (most need nothing: only those are touched). Also returns the
+    decoded paths whose log form delta-rs would not reproduce when it encodes them for a remove action
+    (Spark writes non-ASCII characters raw, for example): a remove of such a path would match nothing."""
     arr = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
     arr = arr.cast(pa.string())
-    has_pct = pc.match_substring(arr, "%")
-    if not pc.any(has_pct).as_py():
-        return arr
+    look = pc.match_substring_regex(arr, _NEEDS_LOOK)
+    if not pc.any(look).as_py():
+        return arr, frozenset()
     values = arr.to_pylist()
-    for i in pc.indices_nonzero(has_pct).to_pylist():
-        values[i] = unquote(values[i])
-    return pa.array(values, pa.string())
+    unremovable = set()
+    for i in pc.indices_nonzero(look).to_pylist():
+        raw_path = values[i]
+        values[i] = unquote(raw_path)
+        if quote(values[i], safe=DELTA_RS_SAFE) != raw_path:
+            unremovable.add(values[i])
+    return pa.array(values, pa.string()), frozenset(unremovable)
 
 
 def _plain(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -128,8 +140,9 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
             return pa.chunked_array(actions.column(name))
 
         n = len(col("path"))
+        paths, unremovable = _logical_paths(col("path"))
         cols = {
-            "path": _logical_paths(col("path")),
+            "path": paths,
             "size_bytes": col("size_bytes").cast(pa.int64()),
             "modification_time": col("modification_time").cast(pa.int64()),
             "num_records": (col("num_records").cast(pa.int64()) if "num_records" in names
@@ -153,7 +166,9 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
         # materialising every DV, so only the certain answer is given: no feature, no DVs.
         extra={"has_deletion_vectors": False if not dv_enabled else None,
-               "deletion_vectors_enabled": dv_enabled},
+               "deletion_vectors_enabled": dv_enabled,
+               # files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
+               "unremovable_paths": unremovable},
     )
 
 
