@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
-from compactor.planning.plan import REWRITE_ACTIONS
 
 RUN_RESULTS_SCHEMA_VERSION = 1
+#: action types that rewrite data files (planning/actions.py REWRITE_ACTIONS; a test keeps them equal)
+REWRITE_TYPES = frozenset({"compact", "z_order", "sort", "sink_compact"})
 
 Status = Literal["success", "skipped", "stale", "error", "verification_failed"]
 
@@ -93,7 +94,7 @@ def compute_run_totals(results: list[ActionResult]) -> RunTotals:
             t.verification_failed += 1
         t.files_removed += r.files_removed
         t.files_added += r.files_added
-        if r.status == "success" and r.type in REWRITE_ACTIONS:
+        if r.status == "success" and r.type in REWRITE_TYPES:
             t.bytes_rewritten += r.bytes_removed
         t.duration_s += r.duration_s
     return t

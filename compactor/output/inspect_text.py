@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compactor.tasks.inspect import BUCKET_LABELS, InspectReport
+from compactor.models.inspect import BUCKET_LABELS, InspectReport
 
 
 def _size(n: float) -> str:

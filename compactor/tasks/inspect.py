@@ -15,62 +15,9 @@ import pyarrow.compute as pc
 
 from compactor.errors import TableReadError
 from compactor.formats.file_sink.log import list_log, source_entries_table
+from compactor.models.inspect import (BUCKET_LABELS, BUCKETS, BYTES_PER_ENTRY, SMALL_FILE_DEFAULT, InspectReport,
+                                      LogHealth, PartitionHealth)
 from compactor.models.state import TableState
-
-#: upper bounds of the histogram buckets (bytes); the last bucket is open
-BUCKETS = (1 << 20, 8 << 20, 32 << 20, 128 << 20, 512 << 20)
-BUCKET_LABELS = ("<1MB", "1-8MB", "8-32MB", "32-128MB", "128-512MB", ">=512MB")
-SMALL_FILE_DEFAULT = 32 << 20
-#: driver heap per manifest entry when Spark loads a .compact (SinkFileStatus objects + strings), measured
-#: order of magnitude; used only for an estimate
-BYTES_PER_ENTRY = 600
-
-
-@dataclass(frozen=True)
-class PartitionHealth:
-    partition: str
-    files: int
-    bytes: int
-    small_files: int
-    histogram: dict[str, int]
-
-
-@dataclass(frozen=True)
-class LogHealth:
-    directory: str
-    log_files: int
-    latest_batch: int | None
-    latest_compact: str | None
-    compact_interval: int
-    entries: int
-    newest_compact_bytes: int
-    growth_bytes_per_batch: float | None
-    retained_batch_files: int
-    estimated_driver_memory_bytes: int
-
-
-@dataclass(frozen=True)
-class InspectReport:
-    path: str
-    kind: str  # delta | spark_file_sink | checkpoint
-    file_count: int = 0
-    total_bytes: int = 0
-    small_file_threshold: int = SMALL_FILE_DEFAULT
-    small_files: int = 0
-    partitions: tuple[PartitionHealth, ...] = ()
-    logs: tuple[LogHealth, ...] = ()
-    policy: dict[str, Any] = field(default_factory=dict)
-    recommendations: tuple[str, ...] = ()
-
-    @property
-    def small_file_share(self) -> float:
-        return self.small_files / self.file_count if self.file_count else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["small_file_share"] = round(self.small_file_share, 4)
-        return d
-
 
 def _histogram(sizes: pa.Array) -> dict[str, int]:
     counts = dict.fromkeys(BUCKET_LABELS, 0)

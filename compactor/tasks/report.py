@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compactor.output.report.style import CSS
 from compactor.output.report.svg import bar_chart
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.project.model import ProjectOptions
@@ -55,14 +56,13 @@ def _histogram(sizes: list[int], lo: int, hi: int) -> list[int]:
 
 
 def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_runs: int = 20) -> list[TableReport]:
-    from compactor import api
     from compactor.tasks.history import load_history
-    from compactor.tasks.plan import expand_policies, read_state
+    from compactor.tasks.plan import expand_policies, plan_project, read_state
     from compactor.project.compile import compile_project
     from compactor.formats.delta.state import read_delta_state
 
     compiled = compile_project(options)
-    plan = plan or api.plan(options)
+    plan = plan or plan_project(options)
     planned: dict[str, set[str]] = {t.name: {_part_label(dict(a.partition)) for a in t.actions
                                              if a.type in REWRITE_ACTIONS}
                                     for t in plan.tables}
@@ -187,11 +187,7 @@ def _table_section(t: TableReport) -> str:
     return "".join(parts) + "</section>"
 
 
-CSS = """body{font:14px system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1d2330}
-h1{font-size:20px}h2{font-size:16px;margin-top:28px}small{color:#667;font-weight:normal}
-.chart{width:100%;max-width:720px;display:block;margin:8px 0 18px;background:#fafbfd;border:1px solid #e3e7ee}
-.t{font-size:12px;font-weight:600}.l{font-size:10px;fill:#556}.axis{stroke:#99a}.marker{stroke:#d33;stroke-dasharray:4 3}
-rect.hl{fill:#e8833a}.err{color:#b00}#errors:empty{display:none}#errors{color:#b00}"""
+
 
 SCRIPT = """window.__errors=[];window.onerror=function(m){window.__errors.push(String(m));
 document.getElementById('errors').textContent=window.__errors.join('\\n');};

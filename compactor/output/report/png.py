@@ -32,7 +32,7 @@ def write_pngs(report_html: str, out_dir: Path) -> list[Path]:
     binary = find_chromium()
     if binary is None:
         raise UsageError("PNG output needs Chromium", hint="apt-get install chromium, or use --format html")
-    from compactor.tasks.report import CSS
+    from compactor.output.report.style import CSS
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
