@@ -8,8 +8,9 @@ bin stays near one row group however large the bin."""
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,6 +22,8 @@ from compactor.runtime.paths import filesystem
 #: a row group is written when this many rows or bytes (in memory) are buffered
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
+#: input files read ahead of each bin's writer
+READ_AHEAD = 8
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -49,12 +52,36 @@ class LocalEngine:
         return {"deltalake": deltalake.__version__, "pyarrow": pa.__version__}
 
     def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
-        if len(jobs) <= 1 or self.threads <= 1:
-            return [self._rewrite_bin(j, schema) for j in jobs]
-        with ThreadPoolExecutor(max_workers=min(self.threads, len(jobs)), thread_name_prefix="rewrite") as pool:
-            return list(pool.map(lambda j: self._rewrite_bin(j, schema), jobs))
+        # inputs are read on their own pool, a few files ahead of each bin's writer: a bin of many small
+        # files is bound by per-file reads, which then overlap each other and the writing
+        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="read") as readers:
+            if len(jobs) <= 1 or self.threads <= 1:
+                return [self._rewrite_bin(j, schema, readers) for j in jobs]
+            with ThreadPoolExecutor(max_workers=min(self.threads, len(jobs)), thread_name_prefix="bin") as bins:
+                return list(bins.map(lambda j: self._rewrite_bin(j, schema, readers), jobs))
 
-    def _rewrite_bin(self, job: BinJob, schema: pa.Schema) -> WrittenFile:
+    def _read(self, location: str, schema: pa.Schema) -> tuple[int, pa.Table]:
+        """(rows in the footer, the file's rows conformed to ``schema``)."""
+        fs, path = filesystem(location, self.storage_options)
+        pf = pq.ParquetFile(path, filesystem=fs)
+        return pf.metadata.num_rows, conform(pf.read(use_threads=False), schema)
+
+    def _inputs(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor) -> Iterator[tuple[int, pa.Table]]:
+        """The bin's files in order, read up to READ_AHEAD files ahead."""
+        pending: deque[Future[tuple[int, pa.Table]]] = deque()
+        todo = iter(job.inputs)
+        for location in todo:
+            pending.append(readers.submit(self._read, location, schema))
+            if len(pending) >= READ_AHEAD:
+                break
+        while pending:
+            done = pending.popleft().result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append(readers.submit(self._read, nxt, schema))
+            yield done
+
+    def _rewrite_bin(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor) -> WrittenFile:
         fs, out = filesystem(job.output, self.storage_options)
         rows_in = 0
         buffered: list[pa.Table] = []
@@ -62,11 +89,8 @@ class LocalEngine:
         tables: list[pa.Table] = []  # sort: the whole bin (z-order and sort rewrite whole partitions)
         writer = None if job.sort_by else pq.ParquetWriter(out, schema, filesystem=fs, **WRITE_OPTIONS)
         try:
-            for location in job.inputs:
-                in_fs, in_path = filesystem(location, self.storage_options)
-                pf = pq.ParquetFile(in_path, filesystem=in_fs)
-                rows_in += pf.metadata.num_rows
-                table = conform(pf.read(use_threads=False), schema)
+            for footer_rows, table in self._inputs(job, schema, readers):
+                rows_in += footer_rows
                 if job.sort_by:
                     tables.append(table)
                     continue

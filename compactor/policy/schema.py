@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import json
+import os
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -18,8 +21,7 @@ from compactor.policy.yamlpos import Located, join_path
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """A schema shipped with the package (compactor/schemas -> the repo's schemas/)."""
-    text = resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
-    return json.loads(text)
+    return json.loads(_schema_text(name))
 
 
 @functools.cache
@@ -43,10 +45,73 @@ def schema_diagnostics(doc: Located, file: str, schema: str, *, ref: str | None 
                        base: str = "", value: Any = None) -> list[Diagnostic]:
     """Validate ``value`` (default: the whole document) and map every error to a Diagnostic."""
     instance = doc.value if value is None else value
+    key = _content_key(schema, ref, instance)
+    if key is not None and key in _valid_memo():
+        return []
     out: list[Diagnostic] = []
     for err in _validator(schema, ref).iter_errors(instance):
         out.extend(_to_diagnostics(err, doc, file, base))
+    if not out and key is not None:
+        remember_valid(key)
     return out
+
+
+# A memo of documents already validated clean, so that `compactor apply` right after `compactor plan` (and
+# every command on unchanged policies) does not import and run jsonschema again: jsonschema's import alone
+# is 0.1-0.4 s of every command's start-up. A key is the sha256 of the schema's text and the rendered
+# document, so any change to either validates again. It lives in the user's cache directory; when that
+# cannot be written, every document is simply validated.
+_MEMO_LIMIT = 4096
+
+
+def _memo_file() -> Path:
+    base = os.environ.get("COMPACTOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "compactor")
+    return Path(base) / "validated.txt"
+
+
+@functools.cache
+def _valid_memo() -> set[str]:
+    try:
+        return set(_memo_file().read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return set()
+
+
+def _content_key(schema: str, ref: str | None, instance: Any) -> str | None:
+    try:
+        text = json.dumps([_schema_text(schema), ref, instance], sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@functools.cache
+def _schema_text(name: str) -> str:
+    return resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
+
+
+def remember_valid(key: str) -> None:
+    """Record ``key`` as validated clean (best effort)."""
+    memo = _valid_memo()
+    if key in memo:
+        return
+    memo.add(key)
+    try:
+        path = _memo_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        keep = sorted(memo)[-_MEMO_LIMIT:] if len(memo) > _MEMO_LIMIT else None
+        if keep is None:
+            with open(path, "a", encoding="ascii") as f:
+                f.write(key + "\n")
+        else:
+            path.write_text("\n".join(keep) + "\n", encoding="ascii")
+    except OSError:
+        pass
+
+
+def known_valid(key: str) -> bool:
+    return key in _valid_memo()
 
 
 def _to_diagnostics(err: "jsonschema.ValidationError", doc: Located, file: str, base: str) -> list[Diagnostic]:

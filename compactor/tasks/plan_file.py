@@ -12,7 +12,8 @@ from typing import TextIO
 
 from compactor.errors import PlanError
 from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
-from compactor.policy.schema import load_schema
+from compactor import __version__
+from compactor.policy.schema import known_valid, load_schema, remember_valid
 
 
 def write_plan(plan: Plan, path: Path) -> Path:
@@ -21,6 +22,7 @@ def write_plan(plan: Plan, path: Path) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
     data = plan_to_dict(plan)
     data["digest"] = plan_digest(data)
+    remember_valid(_trust_key(data["digest"]))  # compactor's own plans match plan.schema.json (tested)
     with open(tmp, "w", encoding="utf-8") as f:
         _write_compact_json(data, f)
     os.replace(tmp, path)
@@ -44,6 +46,11 @@ def _write_compact_json(data: dict, f: TextIO) -> None:
         f.write("]," + rest[1:] if rest != "{}" else "]}")
     rest = dumps_compact({k: v for k, v in data.items() if k != "tables"})
     f.write("]," + rest[1:] if rest != "{}" else "]}")
+
+
+def _trust_key(digest: str) -> str:
+    """The memo key of a plan this compactor version wrote (policy/schema.py's memo of valid content)."""
+    return f"plan:{__version__}:{digest}"
 
 
 def validate_plan_dict(data: object) -> None:
@@ -72,12 +79,16 @@ def load_plan(path: Path) -> Plan:
         raise PlanError(f"cannot read plan file {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise PlanError(f"plan file {path} is not valid JSON (line {e.lineno}, col {e.colno}): {e.msg}") from None
-    validate_plan_dict(data)
-    written = data.get("digest")
-    plan = plan_from_dict(data)
-    if written is not None:
-        actual = plan_digest(data)
-        if actual != written:
-            raise PlanError(f"plan file {path} was modified after `compactor plan` wrote it (its content does not "
-                            "match its digest)", hint="re-run `compactor plan` and review the new plan")
-    return plan
+    except RecursionError:
+        raise PlanError(f"plan file {path} is nested too deeply to be a plan") from None
+    written = data.get("digest") if isinstance(data, dict) else None
+    try:
+        actual = plan_digest(data) if written is not None else None
+    except (TypeError, AttributeError, ValueError, RecursionError):  # not shaped like a plan: the schema says how
+        actual = None
+    if written is None or actual != written or not known_valid(_trust_key(written)):
+        validate_plan_dict(data)  # a plan this compactor did not write itself is checked against the schema
+    if written is not None and actual != written:
+        raise PlanError(f"plan file {path} was modified after `compactor plan` wrote it (its content does not "
+                        "match its digest)", hint="re-run `compactor plan` and review the new plan")
+    return plan_from_dict(data)

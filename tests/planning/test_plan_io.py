@@ -63,3 +63,26 @@ def test_bad_plan_files_raise_plan_errors(tmp_path: Path) -> None:
     bad.write_text(json.dumps(data))
     with pytest.raises(PlanError, match="plan.schema.json at tables/0/actions/0/input_files"):
         load_plan(bad)
+
+
+def test_own_plans_skip_the_schema_and_edited_ones_do_not(tmp_path: Path) -> None:
+    """A plan this compactor wrote loads without importing jsonschema (a memo of its digest); the same
+    plan edited and re-signed is validated against plan.schema.json again."""
+    import subprocess
+    import sys
+
+    from compactor.planning.plan import plan_digest
+
+    out = write_plan(_plan(), tmp_path / "plan.json")
+    probe = ("import sys\nfrom compactor.tasks.plan_file import load_plan\nload_plan(sys.argv[1])\n"
+             "print('jsonschema' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", probe, str(out)], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
+    doc = json.loads(out.read_text())
+    doc["tables"][0]["actions"][0]["input_bytes"] = -1
+    doc.pop("digest")
+    doc["digest"] = plan_digest(doc)
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    with pytest.raises(PlanError, match="plan.schema.json"):
+        load_plan(edited)

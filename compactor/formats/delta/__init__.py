@@ -21,7 +21,12 @@ class DeltaFormat:
                    cache: dict[str, Any] | None = None) -> TableState:
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
-        state = read_delta_state(uri, storage_options)
+        if cache is not None:  # apply: keep the loaded table for the actions (formats/delta/run.py, handle)
+            from compactor.formats.delta.run import open_table
+
+            state = read_delta_state(uri, storage_options, table=open_table(uri, storage_options, cache))
+        else:
+            state = read_delta_state(uri, storage_options)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))

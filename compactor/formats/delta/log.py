@@ -5,6 +5,8 @@ Paths are returned decoded (logical), like TableState paths: the log stores them
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 from urllib.parse import unquote
@@ -57,8 +59,33 @@ def parse_commit(version: int, text: str) -> Commit:
     return c
 
 
+#: parsed commits by (table, version): a commit never changes once written, and apply reads the same
+#: recent commits again for every action (re-check, finding its own commit, the overlap scan)
+_CACHE: OrderedDict[tuple[str, int], Commit] = OrderedDict()
+_LOCK = threading.Lock()
+_CACHE_SIZE = 512
+#: bigger commits (a bulk load) are not kept
+_CACHE_MAX_ACTIONS = 10_000
+
+
 def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
     """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up)."""
+    key = (uri, version)
+    with _LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            _CACHE.move_to_end(key)
+            return cached
+    commit = _read_commit(uri, version, storage_options)
+    if commit is not None and len(commit.adds) + len(commit.removes) <= _CACHE_MAX_ACTIONS:
+        with _LOCK:
+            _CACHE[key] = commit
+            if len(_CACHE) > _CACHE_SIZE:
+                _CACHE.popitem(last=False)
+    return commit
+
+
+def _read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Commit | None:
     fs, path = filesystem(commit_path(uri, version), storage_options)
     try:
         with fs.open_input_stream(path) as f:

@@ -20,7 +20,6 @@ import uuid
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
 from compactor.errors import ApplyError, PlanError, UnsupportedTableError, VerificationError
@@ -39,16 +38,27 @@ from compactor.runtime.paths import filesystem, join
 log = logging.getLogger(__name__)
 
 
-def handle(ctx: ActionContext) -> Any:
-    """The table's DeltaTable, loaded once per table run and brought up to date before each use."""
+def open_table(uri: str, storage_options: Mapping[str, str], cache: dict[str, Any]) -> Any:
+    """The table's DeltaTable, loaded once per table run (kept in ``cache``), brought up to date."""
     from deltalake import DeltaTable
 
-    dt = ctx.cache.get("delta_table")
-    if dt is None:
-        dt = ctx.cache["delta_table"] = DeltaTable(ctx.table.path, storage_options=dict(ctx.storage_options) or None)
-    else:
-        dt.update_incremental()
+    from compactor.errors import TableReadError
+
+    dt = cache.get("delta_table")
+    try:
+        if dt is None:
+            dt = cache["delta_table"] = DeltaTable(uri, storage_options=dict(storage_options) or None)
+        else:
+            dt.update_incremental()
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several types
+        from compactor.formats.delta.state import _reason
+
+        raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
     return dt
+
+
+def handle(ctx: ActionContext) -> Any:
+    return open_table(ctx.table.path, ctx.storage_options, ctx.cache)
 
 
 def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
@@ -82,12 +92,17 @@ def _check_writable(ctx: ActionContext) -> None:
 # ----------------------------------------------------------------------------- the rewrite pipeline
 
 
-def planned_inputs(state: TableState, action: Action) -> dict[str, RemovedFile]:
+def planned_inputs(state: TableState, action: Action, cache: dict[str, Any] | None = None) -> dict[str, RemovedFile]:
     """The planned input files as they are in ``state``, checked to lie in the action's partition (an
-    edited plan could otherwise move files of one partition into another's folder)."""
+    edited plan could otherwise move files of one partition into another's folder). ``cache``: keeps the
+    state's path index for the table's next actions."""
     f = state.files
-    wanted = pa.array(action.input_paths, pa.string())
-    rows = f.filter(pc.is_in(f.column("path"), value_set=wanted))
+    index = (cache or {}).get("path_index")
+    if index is None or index[0] is not state:
+        index = (state, {p: i for i, p in enumerate(f.column("path").to_pylist())})
+        if cache is not None:
+            cache["path_index"] = index
+    rows = f.take(pa.array([index[1][p] for p in action.input_paths if p in index[1]], pa.int64()))
     cols = [f"partition.{c}" for c in state.partition_columns]
     out: dict[str, RemovedFile] = {}
     for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
@@ -130,7 +145,7 @@ def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]
 def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -> ActionOutcome:
     state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
     read_version = int(state.version or 0)
-    inputs = planned_inputs(state, action)
+    inputs = planned_inputs(state, action, ctx.cache)
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     jobs, outputs, staging = _jobs(uri, action)

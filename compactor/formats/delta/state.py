@@ -17,7 +17,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
@@ -115,19 +115,21 @@ def serialize_partition_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 
 def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
-                     version: int | None = None) -> TableState:
-    """The live files and metadata of a Delta table. Raises TableReadError with a clear reason."""
+                     version: int | None = None, *, table: Any = None) -> TableState:
+    """The live files and metadata of a Delta table. Raises TableReadError with a clear reason.
+    ``table``: an open DeltaTable of ``uri`` to read instead of loading the log again."""
     configure_delta_rs_allocator()
     from deltalake import DeltaTable
 
-    if not is_remote(uri):
+    if table is None and not is_remote(uri):
         p = Path(local_path(uri))
         if not p.exists():
             raise TableReadError(f"{uri}: table path does not exist")
         if not (p / "_delta_log").is_dir():
             raise TableReadError(f"{uri}: not a Delta table (no _delta_log directory)")
     try:
-        dt = DeltaTable(uri, storage_options=dict(storage_options or {}) or None, version=version)
+        dt = table if table is not None else \
+            DeltaTable(uri, storage_options=dict(storage_options or {}) or None, version=version)
         meta = dt.metadata()
         proto = dt.protocol()
         actions = dt.get_add_actions(flatten=True)
