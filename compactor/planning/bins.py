@@ -14,9 +14,12 @@ from typing import Sequence
 BIN_MODELS = ("delta-spark",)
 
 
-def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int) -> list[list[int]]:
-    """Indices of each bin under delta-spark OPTIMIZE semantics (ascending size, greedy)."""
-    order = sorted((i for i, s in enumerate(sizes) if s < min_file_size), key=lambda i: (sizes[i], i))
+def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int,
+                     forced: Sequence[bool] | None = None) -> list[list[int]]:
+    """Indices of each bin under delta-spark OPTIMIZE semantics (ascending size, greedy). ``forced``:
+    files that are candidates whatever their size (OPTIMIZE's deletion-vector rule)."""
+    order = sorted((i for i, s in enumerate(sizes) if s < min_file_size or (forced is not None and forced[i])),
+                   key=lambda i: (sizes[i], i))
     bins: list[list[int]] = []
     cur: list[int] = []
     cur_size = 0
@@ -32,7 +35,8 @@ def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int) -> l
     return bins
 
 
-def plan_bins(model: str, sizes: Sequence[int], target: int, min_file_size: int) -> list[list[int]]:
+def plan_bins(model: str, sizes: Sequence[int], target: int, min_file_size: int,
+              forced: Sequence[bool] | None = None) -> list[list[int]]:
     if model == "delta-spark":
-        return bins_delta_spark(sizes, target, min_file_size)
+        return bins_delta_spark(sizes, target, min_file_size, forced)
     raise ValueError(f"unknown bin model {model!r}")

@@ -84,12 +84,15 @@ def plan_partitions(
     eligible: pa.Array | None = None,
     action_class: type[RewriteAction] | None = None,
     action_fields: Mapping[str, Any] | None = None,
+    forced: pa.Array | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
     ``eligible``: optional boolean mask; files where it is False are never rewritten (sinks: files
     not listed in the latest .compact). ``action_class``/``action_fields``: the action to build (default:
     by strategy, CompactAction / ZOrderAction / SortAction) and extra fields for it (sink guards).
+    ``forced``: optional boolean mask of files that are candidates whatever their size (delta-spark
+    OPTIMIZE rewrites files whose deletion vectors delete many rows).
     """
     if files.num_rows == 0:
         return [], [Skip("no_files", None, {"files": 0}, "the table has no live files")]
@@ -97,6 +100,8 @@ def plan_partitions(
     now_ms = int(now.timestamp() * 1000)
     keys = partition_key_column(files, partition_columns)
     small = pc.less(files.column("size_bytes"), c.min_file_size)
+    if forced is not None:
+        small = pc.or_(small, forced)
     if eligible is not None:
         small = pc.and_(small, eligible)
     agg_input = pa.table({"k": keys, "size": files.column("size_bytes"), "mtime": files.column("modification_time"),
@@ -161,7 +166,7 @@ def plan_partitions(
         survivors.append(k)
 
     candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
-                                version, eligible, skip, action_class, dict(action_fields or {}))
+                                version, eligible, skip, action_class, dict(action_fields or {}), forced)
     return _apply_budget(candidates, c, skips)
 
 
@@ -170,7 +175,7 @@ def _action_class(c: Compaction) -> type[RewriteAction]:
 
 
 def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
-                   eligible, skip, action_class, action_fields) -> list[_Candidate]:
+                   eligible, skip, action_class, action_fields, forced) -> list[_Candidate]:
     if not survivors:
         return []
     wanted = pc.is_in(keys, value_set=pa.array(survivors, pa.string()))
@@ -181,22 +186,25 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
     sizes = files.column("size_bytes").take(order).to_pylist()
     records = files.column("num_records").take(order).to_pylist()
     elig = eligible.take(order).to_pylist() if eligible is not None else None
+    force = forced.take(order).to_pylist() if forced is not None else None
     out: list[_Candidate] = []
     start = 0
     for k in sorted(survivors):
         end = start + stats[k]["size_count"]
         p_paths, p_sizes, p_rec = paths[start:end], sizes[start:end], records[start:end]
         p_elig = elig[start:end] if elig is not None else None
+        p_force = force[start:end] if force is not None else None
         start = end
         values = all_values[k]
         if c.strategy == "bin_pack":
             if p_elig is None:  # every file eligible: bin indices are already partition indices
-                bins = plan_bins(bin_model, p_sizes, c.target_file_size, c.min_file_size)
+                bins = plan_bins(bin_model, p_sizes, c.target_file_size, c.min_file_size, p_force)
             else:
                 usable = [i for i, e in enumerate(p_elig) if e]
                 u_sizes = [p_sizes[i] for i in usable]
+                u_force = [p_force[i] for i in usable] if p_force is not None else None
                 bins = [[usable[i] for i in b]
-                        for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size)]
+                        for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size, u_force)]
             if not bins:
                 skip(k, "already_compact", "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue

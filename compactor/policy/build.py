@@ -178,7 +178,7 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
         target_file_size=target, min_file_size=min_size, triggers=triggers,
         partitions=m.PartitionScope(where=where, lookback=lookback, skip_latest=parts.get("skip_latest", 0)),
         quiet_period=ctx.duration(c, "quiet_period", p, None), budget=budget,
-        order=c.get("order", "benefit"), method=c.get("method", "rewrite"),
+        order=c.get("order", "benefit"), method=c.get("method", "auto"),
     )
 
 

@@ -86,8 +86,9 @@ class Compaction:
     budget: Budget = field(default_factory=Budget)
     order: Order = "benefit"
     #: spark engine only: "rewrite" (Spark rewrites, delta-rs commits), "optimize" (native delta-spark
-    #: OPTIMIZE, needs the Delta jars), "auto" (optimize when the jars load, else rewrite)
-    method: Method = "rewrite"
+    #: OPTIMIZE, needs the Delta jars), "auto" (optimize when the jars load, else rewrite). The local engine
+    #: always rewrites.
+    method: Method = "auto"
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,14 @@ def exactly_once(path: Path, expected: int) -> None:
     assert sorted(c) == list(range(expected)), f"{len(c)} distinct rows, expected {expected}"
 
 
-def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min_input_files: int = 2) -> Plan:
+def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min_input_files: int = 2,
+             method: str = "rewrite") -> Plan:
+    """A plan for one table. ``method`` defaults to compactor's own rewrite (the spark engine's policy
+    default, auto, would run delta-spark's OPTIMIZE where the jars load)."""
     state = read_delta_state(str(path))
     policy = TablePolicy(name="t", path=str(path), compaction=Compaction(
-        target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files)))
+        target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files),
+        method=method))
     return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(engine=engine),
                       project_name="tests")
 

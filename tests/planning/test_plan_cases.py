@@ -7,8 +7,9 @@ Case format:
   partition_columns: [date]
   version: 7                      (table version; default 1)
   properties: {k: v}              (table properties)
-  files:                          (explicit files, in log order)
-    - {path: a, size: 1000, date: "2024-01-01", records: 10, age: 3600}
+  files:                          (explicit files, in log order; deleted: rows its deletion vector deletes)
+    - {path: a, size: 1000, date: "2024-01-01", records: 10, age: 3600, deleted: 2}
+  extra: {k: v}                   (TableState.extra, e.g. deletion_vectors_enabled / has_deletion_vectors)
   generate:                       (or generated files, appended after `files`, in order)
     - {count: 10, size: 1000, records: 10, age: 86400, partition: {date: "2024-01-01"}}
   policy: {...}                   (a table entry as in a policy file, without name/path)
@@ -25,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import yaml
 
@@ -74,9 +76,16 @@ def test_plan_case(path: Path) -> None:
     case = yaml.safe_load(path.read_text())
     now = dt.datetime.fromisoformat(case.get("now", "2024-01-10T00:00:00+00:00"))
     pcols = tuple(case.get("partition_columns", []))
+    files = files_table(_files(case, now), pcols)
+    extra = dict(case.get("extra", {}))
+    deleted = {f["path"]: f["deleted"] for f in case.get("files", []) if f.get("deleted")}
+    if deleted:
+        files = files.append_column("deleted_rows", pa.array([deleted.get(p, 0) for p in files.column("path").to_pylist()],
+                                                             pa.int64()))
+        extra.update(deleted_rows=deleted, has_deletion_vectors=True, deletion_vectors_enabled=True)
     state = TableState(uri="/lake/t", format="delta", version=case.get("version", 1), partition_columns=pcols,
-                       files=files_table(_files(case, now), pcols), properties=case.get("properties", {}),
-                       protocol=Protocol(**case.get("protocol", {})))
+                       files=files, properties=case.get("properties", {}),
+                       protocol=Protocol(**case.get("protocol", {})), extra=extra)
     target = Target(engine=case.get("engine", "local"))
     plan = build_plan([_policy(case.get("policy", {}))], {"t": state}, now=now, target=target, project_name="cases")
     table = plan.tables[0]

@@ -22,14 +22,28 @@ DELTA_RS_UNWRITABLE = frozenset({
     "typeWidening", "typeWidening-preview", "catalogManaged", "catalogOwned-preview", "icebergCompatV1",
     "icebergCompatV2", "icebergWriterCompatV1", "variantType", "variantType-preview",
 })
-#: features whose data files compactor's own rewrite cannot copy as they are
-UNREWRITABLE = frozenset({"deletionVectors", "columnMapping"})
+#: features whose data files compactor's own rewrite cannot copy as they are (deletion vectors: only files
+#: that actually carry one, see _rewrite_eligibility)
+UNREWRITABLE = frozenset({"columnMapping"})
+#: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
+#: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size
+MAX_DELETED_ROWS_RATIO = 0.05
 #: the bin model of compactor's own rewrite (both engines): the same greedy, ascending-size packing as
 #: delta-spark OPTIMIZE, so native OPTIMIZE and the rewrite produce the same files
 BIN_MODEL = "delta-spark"
 
 
-def unsupported_reason(state: TableState, engine: str) -> str | None:
+def native_possible(engine: str, method: str) -> bool:
+    """delta-spark's own OPTIMIZE may run (spark engine, method auto or optimize): it writes every table
+    feature delta-spark supports, so nothing is refused at plan time; apply refuses, naming the feature,
+    when the Delta jars turn out not to load and the table needs them."""
+    return engine == "spark" and method in ("auto", "optimize")
+
+
+def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") -> str | None:
+    """Why compactor cannot compact this table with ``engine``/``method``, or None."""
+    if native_possible(engine, method):
+        return None
     feats = set(state.protocol.writer_features) | set(state.protocol.reader_features)
     bad = sorted(feats & DELTA_RS_UNWRITABLE)
     if bad:
@@ -39,6 +53,9 @@ def unsupported_reason(state: TableState, engine: str) -> str | None:
         bad = sorted(set(bad) | {"columnMapping"})
     if bad:
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
+    if state.extra.get("deletion_vectors_enabled") and state.extra.get("has_deletion_vectors") is None:
+        return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one: "
+                "compact it with the spark engine's native OPTIMIZE (compaction.method: optimize)")
     return None
 
 
@@ -50,10 +67,10 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if not policy.enabled:
         return TablePlan(**base, files_after=state.file_count,
                          skipped=(Skip("disabled", None, {}, "table policy has enabled: false"),))
-    reason = unsupported_reason(state, engine)
+    c = policy.compaction
+    reason = unsupported_reason(state, engine, c.method)
     if reason:
         return TablePlan(**base, files_after=state.file_count, skipped=(Skip("unsupported", None, {}, reason),))
-    c = policy.compaction
     where = None
     if c.partitions.where:
         try:
@@ -71,14 +88,15 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
                              f"'{lb.column}' is not a partition column ({', '.join(state.partition_columns) or 'none'})")
     actions: list[Any] = []
     skips: list[Skip] = []
-    eligible = None
-    unremovable = state.extra.get("unremovable_paths") or frozenset()
-    if unremovable and not (engine == "spark" and c.method == "optimize"):
-        eligible, sk = _exclude_unremovable(state, unremovable)
+    eligible = forced = None
+    if native_possible(engine, c.method):
+        forced = _deletion_candidates(state)
+    else:
+        eligible, sk = _rewrite_eligibility(state)
         skips += sk
     if c.enabled:
         acts, sk = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                   version=state.version, where=where, eligible=eligible)
+                                   version=state.version, where=where, eligible=eligible, forced=forced)
         actions += acts
         skips += sk
     else:
@@ -91,22 +109,53 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
 
 
-def _exclude_unremovable(state: TableState, unremovable: frozenset[str]) -> tuple[pa.Array, list[Skip]]:
-    """Files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
-    values raw; delta-rs encodes them): a delta-rs commit removing them would match nothing and duplicate
-    their rows. They are left out of every bin, and each partition holding some says so."""
+def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]]:
+    """Files compactor's own rewrite must leave alone, as a mask, with one skip per partition holding some:
+    - files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
+      values raw; delta-rs encodes them): a remove would match nothing and duplicate their rows;
+    - files with a deletion vector: a remove without the DV's id matches nothing either, and a plain
+      parquet read would bring the deleted rows back.
+    The spark engine's native OPTIMIZE compacts both."""
     paths = state.files.column("path")
-    bad = pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string()))
+    reasons = []
+    unremovable = state.extra.get("unremovable_paths") or frozenset()
+    if unremovable:
+        reasons.append((pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string())),
+                        "whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters)"))
+    deleted = state.extra.get("deleted_rows") or {}
+    if deleted:
+        reasons.append((pc.is_in(paths, value_set=pa.array(sorted(deleted), pa.string())),
+                        "with deletion vectors"))
+    if not reasons:
+        return None, []
+    skips = []
     cols = [f"partition.{c}" for c in state.partition_columns]
-    by_partition: dict[tuple, int] = {}
-    for row in state.files.filter(bad).select(cols).to_pylist():
-        key = tuple(row[c] for c in cols)
-        by_partition[key] = by_partition.get(key, 0) + 1
-    skips = [Skip("unsupported", dict(zip(state.partition_columns, key)) or None, {"files": n},
-                  f"{n} file(s) whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters): "
-                  "left alone; the spark engine's native OPTIMIZE (compaction.method: optimize) can compact them")
-             for key, n in sorted(by_partition.items(), key=str)]
+    for mask, why in reasons:
+        by_partition: dict[tuple, int] = {}
+        for row in state.files.filter(mask).select(cols).to_pylist():
+            key = tuple(row[c] for c in cols)
+            by_partition[key] = by_partition.get(key, 0) + 1
+        skips += [Skip("unsupported", dict(zip(state.partition_columns, key)) or None, {"files": n},
+                       f"{n} file(s) {why}: left alone; the spark engine's native OPTIMIZE "
+                       "(compaction.method: optimize) can compact them")
+                  for key, n in sorted(by_partition.items(), key=str)]
+    bad = reasons[0][0]
+    for mask, _ in reasons[1:]:
+        bad = pc.or_(bad, mask)
     return pc.invert(bad), skips
+
+
+def _deletion_candidates(state: TableState) -> pa.Array | None:
+    """Files delta-spark OPTIMIZE rewrites whatever their size: a deletion vector deleting more than
+    MAX_DELETED_ROWS_RATIO of its rows (or any DV on a file without a row count)."""
+    deleted = state.extra.get("deleted_rows") or {}
+    if "deleted_rows" not in state.files.column_names or not deleted:
+        return None
+    rows = state.files.column("num_records")
+    dels = state.files.column("deleted_rows")
+    ratio_over = pc.greater(pc.divide(pc.cast(dels, pa.float64()), pc.cast(rows, pa.float64())), MAX_DELETED_ROWS_RATIO)
+    unknown = pc.and_(pc.greater(dels, 0), pc.is_null(rows))
+    return pc.fill_null(pc.or_(ratio_over, unknown), False)
 
 
 def _config_error(base: dict, state: TableState, msg: str) -> TablePlan:

@@ -78,7 +78,9 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         return _z_order_delta_rs(action, ctx)
     reason = unsupported_reason(ctx.state, engine.name)
     if reason:
-        raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
+        hint = ("load the Delta jars into the Spark session (profile spark.delta_jars) so that delta-spark's "
+                "OPTIMIZE compacts it" if hasattr(engine, "sql") else None)
+        raise UnsupportedTableError(f"{ctx.table.name}: {reason}", hint=hint)
     return _rewrite(action, ctx, engine)
 
 
@@ -114,6 +116,21 @@ def planned_inputs(state: TableState, action: Action, cache: dict[str, Any] | No
     return out
 
 
+def _refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -> None:
+    """Never rewrite a file with a deletion vector (a plain read brings deleted rows back, and a remove
+    without the DV's id matches nothing) or one whose log path delta-rs cannot write back."""
+    dv = set(ctx.state.extra.get("deleted_rows") or ()) & set(inputs)
+    if dv:
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
+                                    f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
+                                    hint="compact them with the spark engine's native OPTIMIZE")
+    raw = set(ctx.state.extra.get("unremovable_paths") or ()) & set(inputs)
+    if raw:
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(raw)} planned file(s) have a log path delta-rs cannot "
+                                    f"write back (e.g. {sorted(raw)[0]})",
+                                    hint="compact them with the spark engine's native OPTIMIZE")
+
+
 def data_schema(dt: Any, partition_columns: Sequence[str]) -> pa.Schema:
     """The table's data columns as written in data files: the Delta schema without partition columns."""
     schema = pa.schema(dt.schema().to_arrow())
@@ -146,6 +163,7 @@ def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -
     state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
     read_version = int(state.version or 0)
     inputs = planned_inputs(state, action, ctx.cache)
+    _refuse_unrewritable(ctx, inputs)
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     jobs, outputs, staging = _jobs(uri, action)
@@ -309,7 +327,11 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
         version_after=own.version, removed_paths=tuple(own.removes), added_paths=tuple(own.adds))
     removed = [RemovedFile(p, int(r.get("size") or 0), r.get("partitionValues") or {}, records.get(p))
                for p, r in own.removes.items()]
-    return _after_commit(ctx, dt, own, removed, outcome)
+    outcome = _after_commit(ctx, dt, own, removed, outcome)
+    if outcome.rows_removed != outcome.rows_added and "repaired" not in outcome.details:
+        raise VerificationError(f"commit {own.version} removed {outcome.rows_removed} live rows and added "
+                                f"{outcome.rows_added} (from the log's statistics, footers where it has none)")
+    return outcome
 
 
 def _footer_rows(uri: str, path: str, storage_options: Mapping[str, str]) -> int:

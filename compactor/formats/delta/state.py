@@ -159,6 +159,10 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
     except Exception as e:  # delta-rs raises several types (DeltaError, OSError, PanicException...)
         raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
     dv_enabled = "deletionVectors" in (proto.reader_features or ())
+    deleted = _deleted_rows(dt, uri, files) if dv_enabled else {}
+    if deleted:  # None (unknown) adds no column
+        counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
+        files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
     return TableState(
         uri=uri, format="delta", version=v, partition_columns=parts, files=files,
         properties=dict(meta.configuration or {}),
@@ -167,11 +171,41 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         schema_json=schema_json,
         # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
         # materialising every DV, so only the certain answer is given: no feature, no DVs.
-        extra={"has_deletion_vectors": False if not dv_enabled else None,
+        extra={"has_deletion_vectors": None if deleted is None else bool(deleted),
                "deletion_vectors_enabled": dv_enabled,
+               # logical path -> rows its deletion vector deletes (files without one are absent)
+               "deleted_rows": deleted,
                # files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
                "unremovable_paths": unremovable},
     )
+
+
+def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
+    """Rows deleted by each file's deletion vector (delta-rs materialises every DV to answer; only tables
+    with the deletionVectors feature pay for it). None when delta-rs cannot read them (it cannot resolve
+    DVs stored under a random prefix, for example): then any file may have one."""
+    try:
+        reader = dt.deletion_vectors()
+        table = pa.table(reader.read_all() if hasattr(reader, "read_all") else reader)
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several types
+        log.warning("%s: cannot read its deletion vectors (%s); every file is treated as possibly having one", uri,
+                    str(e).splitlines()[0][:200])
+        return None
+    if table.num_rows == 0:
+        return {}
+    root = uri.rstrip("/")
+    known = set(files.column("path").to_pylist())
+    out: dict[str, int] = {}
+    for location, keep in zip(table.column("filepath").to_pylist(), table.column("selection_vector").to_pylist()):
+        rel = unquote(location)
+        for prefix in (f"file://{root}/", f"{root}/", "file://"):
+            if rel.startswith(prefix):
+                rel = rel[len(prefix):]
+                break
+        if rel not in known:
+            rel = next((k for k in known if location.endswith(k) or unquote(location).endswith(k)), rel)
+        out[rel] = sum(1 for k in keep if not k)
+    return out
 
 
 def vacuum_candidates(uri: str, storage_options: Mapping[str, str] | None, retention_s: int) -> int | None:
