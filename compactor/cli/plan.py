@@ -30,6 +30,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
 
     from compactor import api
     from compactor.output.plan_render import render_markdown, render_text
+    from compactor.output.text import safe
     from compactor.planning.plan import plan_to_dict
     from compactor.policy.compile import compile_project
 
@@ -39,7 +40,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     err_console = Console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
-            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {name}"))
+            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {safe(name)}"))
     else:
         plan = api.plan(options, out=out)
     if fmt == "json":

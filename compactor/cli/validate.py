@@ -19,6 +19,7 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
     """Validate policies against the schema and semantic rules (exit 0 valid, 1 invalid, 2 usage)."""
     from compactor import api
+    from compactor.output.text import plural
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     result = api.validate(options)
@@ -32,6 +33,6 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
             click.echo(str(d), err=False)
         n_err, n_warn = len(result.errors), len(result.warnings)
         status = "OK" if result.ok else "FAILED"
-        click.echo(f"{status}: {len(result.files)} file(s), {len(result.all_policies)} table(s), "
-                   f"{n_err} error(s), {n_warn} warning(s)")
+        click.echo(f"{status}: {plural(len(result.files), 'file')}, {plural(len(result.all_policies), 'table')}, "
+                   f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}")
     return exit_codes.OK if result.ok else exit_codes.FAILURE
