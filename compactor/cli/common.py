@@ -8,7 +8,7 @@ import logging
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 import yaml
@@ -57,6 +57,33 @@ def build_options(project_dir: Path, profiles_dir: Path | None, target: str | No
         project_dir=project_dir, profiles_dir=profiles_dir, target=target,
         vars=_parse_vars(vars_text), select=split(select), exclude=split(exclude),
     )
+
+
+fail_on_empty_option = click.option(
+    "--fail-on-empty", is_flag=True,
+    help="Exit 1 when --select/--exclude leave no table (default: warn and exit 0, as dbt does).")
+
+
+def check_selection(options: ProjectOptions, selected: Sequence[Any], all_policies: Sequence[Any],
+                    fail_on_empty: bool) -> bool:
+    """dbt's behaviour for a selection that matches nothing: a warning per criterion that matches no
+    table, "Nothing to do", exit 0. Returns True when the command must stop with exit 1 instead
+    (--fail-on-empty)."""
+    from compactor.project.selection import select_policies
+
+    for sel in options.select:
+        if not select_policies(all_policies, [sel]):
+            click.echo(f"Warning: the selection criterion '{sel}' does not match any table", err=True)
+    if selected:
+        return False
+    if fail_on_empty:
+        click.echo("Error: no table selected (--fail-on-empty)", err=True)
+        click.echo("Hint: check the names, tags and paths in your policies and the --select/--exclude "
+                   "arguments", err=True)
+        return True
+    click.echo("Warning: nothing to do: no table selected. Check the names, tags and paths in your policies "
+               "and the --select/--exclude arguments (--fail-on-empty makes this exit 1)", err=True)
+    return False
 
 
 debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")

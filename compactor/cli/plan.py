@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
+                                  project_options)
 
 
 @click.command("plan")
@@ -21,10 +22,11 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes present, 1 error (like Terraform).")
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@fail_on_empty_option
 @debug_option
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
-            detailed_exitcode, metrics, debug) -> int:
+            detailed_exitcode, metrics, fail_on_empty, debug) -> int:
     """Inspect the selected tables and write an execution plan (nothing is changed)."""
     from rich.console import Console
 
@@ -35,8 +37,11 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     from compactor.policy.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    compiled = compile_project(options)
+    if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+        return exit_codes.FAILURE
     if out is None:
-        out = compile_project(options).project.target_dir / "plan.json"
+        out = compiled.project.target_dir / "plan.json"
     err_console = Console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
