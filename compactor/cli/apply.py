@@ -9,7 +9,7 @@ import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  project_options)
+                                  prepare_output, project_options)
 
 
 @click.command("apply")
@@ -36,6 +36,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
     from compactor.output.apply_render import ProgressPrinter, render_run
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    prepare_output(metrics, "--metrics")
     plan_obj = None
     if plan_file is None:
         from compactor.output.plan_render import render_text

@@ -10,7 +10,7 @@ import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  project_options)
+                                  prepare_output, project_options)
 
 
 @click.command("plan")
@@ -42,6 +42,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
         return exit_codes.FAILURE
     if out is None:
         out = compiled.project.target_dir / "plan.json"
+    prepare_output(out, "--out")
+    prepare_output(metrics, "--metrics")
     err_console = Console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:

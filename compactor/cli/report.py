@@ -8,7 +8,7 @@ import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  project_options)
+                                  prepare_output, project_options)
 
 
 @click.command("report")
@@ -36,12 +36,12 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     target_dir = compiled.project.target_dir
+    if fmt == "html":
+        out = prepare_output(out or target_dir / "report.html", "--out")
     plan = load_plan(plan_file) if plan_file else None
     tables = collect_report(options, plan=plan)
     page = build_report(tables)
     if fmt == "html":
-        out = out or target_dir / "report.html"
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(page, encoding="utf-8")
         click.echo(f"report written to {out}")
     if fmt == "png" or png_dir:

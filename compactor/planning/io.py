@@ -71,5 +71,10 @@ def load_plan(path: Path) -> Plan:
         raise PlanError(f"cannot read plan file {path}: {e}") from None
     except json.JSONDecodeError as e:
         raise PlanError(f"plan file {path} is not valid JSON (line {e.lineno}, col {e.colno}): {e.msg}") from None
-    validate_plan_dict(data)
+    except RecursionError:
+        raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
+    try:
+        validate_plan_dict(data)
+    except RecursionError:  # below json's limit but deeper than the schema validator can walk
+        raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     return plan_from_dict(data)
