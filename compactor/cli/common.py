@@ -115,8 +115,7 @@ def prepare_output(path: Path | None, option: str) -> Path | None:
     if path is None:
         return None
     if path.is_dir():
-        raise UsageError(f"{option} {path} is a folder; give a file name", hint=f"e.g. {option} {path / 'plan.json'}"
-                         if option == "--out" else None)
+        raise UsageError(f"{option} {path} is a folder; give a file name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
