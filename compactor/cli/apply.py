@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
+                                  prepare_output, project_options)
 
 
 @click.command("apply")
@@ -21,10 +22,11 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@fail_on_empty_option
 @debug_option
 @handle_errors
 def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
-            fail_fast, replan_stale, fmt, metrics, debug) -> int:
+            fail_fast, replan_stale, fmt, metrics, fail_on_empty, debug) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
     from rich.console import Console
 
@@ -34,10 +36,14 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
     from compactor.output.apply_render import ProgressPrinter, render_run
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    prepare_output(metrics, "--metrics")
     plan_obj = None
     if plan_file is None:
         from compactor.output.plan_render import render_text
 
+        compiled = api.compile_project(options)
+        if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+            return exit_codes.FAILURE
         plan_obj = api.plan(options)
         console = Console(stderr=True)
         render_text(plan_obj, console)

@@ -8,7 +8,7 @@ import logging
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 import yaml
@@ -59,18 +59,84 @@ def build_options(project_dir: Path, profiles_dir: Path | None, target: str | No
     )
 
 
+fail_on_empty_option = click.option(
+    "--fail-on-empty", is_flag=True,
+    help="Exit 1 when --select/--exclude leave no table (default: warn and exit 0, as dbt does).")
+
+
+def check_selection(options: ProjectOptions, selected: Sequence[Any], all_policies: Sequence[Any],
+                    fail_on_empty: bool) -> bool:
+    """dbt's behaviour for a selection that matches nothing: a warning per criterion that matches no
+    table, "Nothing to do", exit 0. Returns True when the command must stop with exit 1 instead
+    (--fail-on-empty)."""
+    from compactor.project.selection import select_policies
+
+    for sel in options.select:
+        if not select_policies(all_policies, [sel]):
+            click.echo(f"Warning: the selection criterion '{sel}' does not match any table", err=True)
+    if selected:
+        return False
+    if fail_on_empty:
+        click.echo("Error: no table selected (--fail-on-empty)", err=True)
+        click.echo("Hint: check the names, tags and paths in your policies and the --select/--exclude "
+                   "arguments", err=True)
+        return True
+    click.echo("Warning: nothing to do: no table selected. Check the names, tags and paths in your policies "
+               "and the --select/--exclude arguments (--fail-on-empty makes this exit 1)", err=True)
+    return False
+
+
 debug_option = click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+
+
+class _NoTracebackFormatter(logging.Formatter):
+    """Log records without their traceback: tracebacks are for --debug only."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def _configure_logging(debug: bool) -> None:
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format=fmt)
+    if not debug:
+        for h in logging.getLogger().handlers:
+            h.setFormatter(_NoTracebackFormatter(fmt))
+
+
+def prepare_output(path: Path | None, option: str) -> Path | None:
+    """Create the folders an output file goes into (as Terraform's `plan -out` and dbt's target path
+    do) before any work starts; a path that cannot be written is a usage error, not a traceback."""
+    if path is None:
+        return None
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a folder; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the folder for {option} {path}: {e.strerror or e}") from None
+    return path
+
+
+def _os_error_message(e: OSError) -> str:
+    where = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
+    return f"{e.strerror or type(e).__name__}{': ' + where if where else ''}"
 
 
 def handle_errors(f: Callable) -> Callable:
     """Run a command body; map CompactorError to a clear message and exit 2 (usage) or the error's
-    exit code, and unexpected exceptions to an internal error (traceback only with --debug)."""
+    exit code, an OSError (a file that cannot be read or written) to a clear message and exit 2, and
+    unexpected exceptions to an internal error (traceback only with --debug)."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
-        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                            format="%(levelname)s %(name)s: %(message)s")
+        _configure_logging(debug)
         try:
             code = f(*args, **kwargs)
         except click.exceptions.Exit:
@@ -84,6 +150,16 @@ def handle_errors(f: Callable) -> Callable:
             if debug:
                 traceback.print_exc()
             sys.exit(getattr(e, "exit_code", exit_codes.USAGE))
+        except OSError as e:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"Error: {_os_error_message(e)}", err=True)
+            sys.exit(exit_codes.USAGE)
+        except RecursionError:
+            if debug:
+                traceback.print_exc()
+            click.echo("Error: the input is nested too deeply to process", err=True)
+            sys.exit(exit_codes.USAGE)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)

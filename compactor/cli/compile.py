@@ -6,27 +6,32 @@ from __future__ import annotations
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
+from compactor.cli.common import (build_options, check_selection, debug_option, echo_json, fail_on_empty_option,
+                                  handle_errors, project_options)
 
 
 @click.command("compile")
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
     sink retention)."""
     from compactor.errors import PolicyError
     from compactor.project.compile import compile_project
     from compactor.formats.file_sink.settings import writer_settings
 
-    compiled = compile_project(build_options(project_dir, profiles_dir, target, vars_text, select, exclude))
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    compiled = compile_project(options)
     errors = [d for d in compiled.diagnostics if getattr(d, "severity", "error") == "error"]
     if errors:
         for d in errors:
             click.echo(str(d), err=True)
         raise PolicyError(f"{len(errors)} policy error(s): run `compactor validate`")
+    if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+        return exit_codes.FAILURE
     settings = [writer_settings(p) for p in compiled.policies if p.format == "spark_file_sink"]
     if fmt == "json":
         echo_json({"streaming_policies": [s.to_dict() for s in settings]})

@@ -38,14 +38,16 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     from compactor.tasks.demo import build_demo, table_snapshot
     from compactor.output.apply_render import render_run
     from compactor.output.plan_render import render_text
+    from compactor.output.text import plural, safe
     from compactor.tasks.plan_file import write_plan
     from compactor.units import format_size
 
-    console = Console()
+    # soft wrap: long lines (paths, commands to copy) are wrapped by the terminal, never split by rich
+    console = Console(soft_wrap=True)
     console.rule("[bold]compactor demo")
-    demo = build_demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {s}"))
+    demo = build_demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {safe(s)}"))
     for note in demo.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {safe(note)}")
     select = tuple(demo.tables)
     options = ProjectOptions(project_dir=demo.project_dir, select=select)
     before = {name: table_snapshot(uri) for name, uri in demo.tables.items() if name == "events"}
@@ -53,8 +55,10 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     console.rule("1. compactor validate")
     result = api.validate(options)
     for d in result.diagnostics:
-        console.print(str(d), highlight=False)
-    console.print(f"{'OK' if result.ok else 'FAILED'}: {len(result.all_policies)} table polic(ies) in {len(result.files)} file(s)")
+        console.print(safe(d), highlight=False)
+    console.print(f"{'OK' if result.ok else 'FAILED'}: "
+                  f"{plural(len(result.all_policies), 'table policy', 'table policies')} in "
+                  f"{plural(len(result.files), 'file')}")
     if not result.ok:
         return exit_codes.FAILURE
 
@@ -62,7 +66,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     plan = api.plan(options)
     plan_path = write_plan(plan, demo.project_dir / "target" / "plan.json")
     render_text(plan, console)
-    console.print(f"plan written to {plan_path}")
+    console.print(f"plan written to {safe(plan_path)}")
 
     console.rule("3. compactor apply target/plan.json")
     run = api.apply(options, plan_file=plan_path)
@@ -71,16 +75,17 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     console.rule("before -> after")
     for name, b in before.items():
         a = table_snapshot(demo.tables[name])
-        console.print(f"[bold]{name}[/]: files {b['files']} -> {a['files']}, mean file size "
+        console.print(f"[bold]{safe(name)}[/]: files {b['files']} -> {a['files']}, mean file size "
                       f"{format_size(b['bytes'] / max(1, b['files']))} -> {format_size(a['bytes'] / max(1, a['files']))}, "
                       f"rows {b['rows']:,} -> {a['rows']:,} ({'unchanged' if a['rows'] == b['rows'] else 'CHANGED!'})")
         console.print("file sizes before:")
         for line in _histogram(b["sizes"]):
-            console.print(line, highlight=False)
+            console.print(safe(line), highlight=False)
         console.print("file sizes after:")
         for line in _histogram(a["sizes"]):
-            console.print(line, highlight=False)
+            console.print(safe(line), highlight=False)
         speed = b["scan_s"] / a["scan_s"] if a["scan_s"] else float("nan")
         console.print(f"full scan: {b['scan_s'] * 1000:.0f} ms -> {a['scan_s'] * 1000:.0f} ms ({speed:.1f}x faster)")
-    console.print(f"\nThe demo project is in {demo.project_dir}: try `compactor plan --project-dir {demo.project_dir}`.")
+    console.print(f"\nThe demo project is in {safe(demo.project_dir)}: try "
+                  f"`compactor plan --project-dir {safe(demo.project_dir)}`.")
     return exit_codes.OK if run.ok else exit_codes.FAILURE

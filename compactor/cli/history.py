@@ -19,6 +19,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
     from rich.console import Console
     from rich.table import Table
 
+    from compactor.output.text import safe
     from compactor.tasks.history import load_history
     from compactor.project.loader import load_project
     from compactor.units import format_size
@@ -34,7 +35,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
         t.add_column(col)
     for r in runs:
         failed = r.totals.errors + r.totals.verification_failed
-        t.add_row(r.run_id, r.finished_at[:19], r.engine, str(len({x.table for x in r.results})),
+        t.add_row(safe(r.run_id), safe(r.finished_at[:19]), safe(r.engine), str(len({x.table for x in r.results})),
                   f"{r.totals.files_removed} -> {r.totals.files_added}", format_size(r.totals.bytes_rewritten),
                   f"{r.totals.duration_s:.1f}s", f"[red]{failed}[/]" if failed else "0")
     Console().print(t)

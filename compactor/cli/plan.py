@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
+                                  prepare_output, project_options)
 
 
 @click.command("plan")
@@ -21,25 +22,32 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes present, 1 error (like Terraform).")
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@fail_on_empty_option
 @debug_option
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
-            detailed_exitcode, metrics, debug) -> int:
+            detailed_exitcode, metrics, fail_on_empty, debug) -> int:
     """Inspect the selected tables and write an execution plan (nothing is changed)."""
     from rich.console import Console
 
     from compactor import api
     from compactor.output.plan_render import render_markdown, render_text
+    from compactor.output.text import safe
     from compactor.planning.plan import plan_to_dict
     from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    compiled = compile_project(options)
+    if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+        return exit_codes.FAILURE
     if out is None:
-        out = compile_project(options).project.target_dir / "plan.json"
+        out = compiled.project.target_dir / "plan.json"
+    prepare_output(out, "--out")
+    prepare_output(metrics, "--metrics")
     err_console = Console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
-            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {name}"))
+            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {safe(name)}"))
     else:
         plan = api.plan(options, out=out)
     if fmt == "json":

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
-from compactor.cli.common import build_options, debug_option, handle_errors, project_options
+from compactor.cli import exit_codes
+from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
+                                  prepare_output, project_options)
 
 
 @click.command("report")
@@ -18,9 +20,11 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
               help="Also write every chart as a PNG here (needs Chromium).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Highlight the partitions of this saved plan (default: plan now).")
+@fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, debug) -> int:
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, fail_on_empty,
+            debug) -> int:
     """Charts of file sizes, small-file share per partition and history, for people and PRs."""
     from compactor.tasks.report import build_report, collect_report
     from compactor.output.report.png import write_pngs
@@ -28,13 +32,16 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
-    target_dir = compile_project(options).project.target_dir
+    compiled = compile_project(options)
+    if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+        return exit_codes.FAILURE
+    target_dir = compiled.project.target_dir
+    if fmt == "html":
+        out = prepare_output(out or target_dir / "report.html", "--out")
     plan = load_plan(plan_file) if plan_file else None
     tables = collect_report(options, plan=plan)
     page = build_report(tables)
     if fmt == "html":
-        out = out or target_dir / "report.html"
-        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(page, encoding="utf-8")
         click.echo(f"report written to {out}")
     if fmt == "png" or png_dir:

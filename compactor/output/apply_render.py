@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compactor.models.results import RunResults
+from compactor.output.text import safe
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.units import format_size
 
@@ -23,12 +24,12 @@ class ProgressPrinter:
     def __call__(self, event: str, data: dict[str, Any]) -> None:
         if event == "action_start":
             part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
-            self.console.print(f"[{data['index'] + 1}/{data['count']}] {data['table']}: {data['action']} {part} "
-                               f"({format_size(data.get('bytes') or 0)})", highlight=False)
+            self.console.print(f"\\[{data['index'] + 1}/{data['count']}] {safe(data['table'])}: {safe(data['action'])} "
+                               f"{safe(part)} ({format_size(data.get('bytes') or 0)})", highlight=False)
         elif event == "action_end":
             r = data["result"]
             if r.status != "success":
-                self.console.print(f"    -> {r.status}{': ' + r.error if r.error else ''}", highlight=False)
+                self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
             else:
                 self.done_bytes += r.bytes_removed
                 self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
@@ -44,17 +45,18 @@ def render_run(run: RunResults, console: Console) -> None:
         t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS else 0
         t["time"] += r.duration_s
         t[r.status] += 1
-    table = Table(title=f"run {run.run_id} ({run.engine} engine){' - DRY RUN' if run.dry_run else ''}",
+    table = Table(title=f"run {safe(run.run_id)} ({safe(run.engine)} engine){' - DRY RUN' if run.dry_run else ''}",
                   title_justify="left")
     for col in ("table", "files removed -> added", "bytes rewritten", "time", "ok", "stale", "failed"):
         table.add_column(col)
     for name, t in per.items():
-        table.add_row(name, f"{t['removed']} -> {t['added']}", format_size(t["bytes"]), f"{t['time']:.2f}s",
+        table.add_row(safe(name), f"{t['removed']} -> {t['added']}", format_size(t["bytes"]), f"{t['time']:.2f}s",
                       str(t["success"]), str(t["stale"]), str(t["error"] + t["verification_failed"]))
     console.print(table)
     for r in run.results:
         if r.error:
-            console.print(f"[red]{r.status}[/] {r.table} {r.type} {r.partition}: {r.error}", highlight=False)
+            console.print(f"[red]{safe(r.status)}[/] {safe(r.table)} {safe(r.type)} {safe(r.partition)}: {safe(r.error)}",
+                          highlight=False)
     tot = run.totals
     console.print(f"Done: {tot.succeeded} succeeded, {tot.skipped} skipped, {tot.stale} stale, "
                   f"{tot.errors} failed, {tot.verification_failed} failed verification; "

@@ -8,6 +8,7 @@ from typing import Iterable
 from rich.console import Console
 from rich.table import Table
 
+from compactor.output.text import plural, safe
 from compactor.planning.plan import REWRITE_ACTIONS, Action, Plan, Skip, TablePlan
 from compactor.units import format_size
 
@@ -39,10 +40,12 @@ def _action_row(a: Action) -> tuple[str, ...]:
 
 
 def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20) -> None:
+    """Table names, partition values, paths and error messages are user text: escaped, never markup."""
     for t in plan.tables:
-        title = f"[bold]{t.name}[/]  {t.format}  v{t.version if t.version is not None else '-'}  ({t.bin_model} model)"
+        title = (f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}  "
+                 f"({safe(t.bin_model)} model)")
         if t.error:
-            console.print(f"{title}\n  [red]error:[/] {t.error}")
+            console.print(f"{title}\n  [red]error:[/] {safe(t.error)}")
             continue
         if t.actions:
             table = Table(title=title, title_justify="left", show_lines=False)
@@ -50,23 +53,24 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
                 table.add_column(col, overflow="fold")
             shown = t.actions if partitions else t.actions[:max_rows]
             for a in shown:
-                table.add_row(*_action_row(a))
+                table.add_row(*map(safe, _action_row(a)))
             if len(shown) < len(t.actions):
                 table.add_row("...", f"{len(t.actions) - len(shown)} more (use --partitions)", "", "", "")
             console.print(table)
         else:
             console.print(f"{title}\n  no changes")
         if t.skipped:
-            console.print(f"  skipped: {_skip_summary(t.skipped)}")
+            console.print(f"  skipped: {safe(_skip_summary(t.skipped))}")
             if partitions:
                 for s in t.skipped:
-                    console.print(f"    {_part(s.partition)}: {s.reason} - {s.message}")
+                    console.print(f"    {safe(_part(s.partition))}: {safe(s.reason)} - {safe(s.message)}")
         console.print(f"  files {t.files_before} -> {t.files_after}")
     tot = plan.totals
     console.print(
-        f"[bold]Plan:[/] {tot.actions} action(s) on {sum(1 for t in plan.tables if t.actions)} of {tot.tables} table(s); "
-        f"files {tot.files_before} -> {tot.files_after}; rewrite {format_size(tot.bytes_to_rewrite)} "
-        f"(~{format_size(tot.estimated_io_bytes)} read+written); {tot.errors} error(s)")
+        f"[bold]Plan:[/] {plural(tot.actions, 'action')} on {sum(1 for t in plan.tables if t.actions)} of "
+        f"{plural(tot.tables, 'table')}; files {tot.files_before} -> {tot.files_after}; "
+        f"rewrite {format_size(tot.bytes_to_rewrite)} (~{format_size(tot.estimated_io_bytes)} read+written); "
+        f"{plural(tot.errors, 'error')}")
 
 
 def render_markdown(plan: Plan) -> str:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 
+from compactor.policy.limits import (MAX_FILE_CHARS, MAX_FILE_SECONDS, MAX_VALUE_CHARS, MAX_VALUE_SECONDS,
+                                     LimitedSandbox, LimitExceeded, RenderBudget)
 from compactor.policy.yamlpos import Located, join_path
 
 _MISSING = object()
@@ -32,10 +34,13 @@ class _VarsMissing(Exception):
     pass
 
 
+LIMIT_HINT = (f"a value may render to {MAX_VALUE_CHARS:,} characters in {MAX_VALUE_SECONDS:g} s, a file's values "
+              f"to {MAX_FILE_CHARS:,} characters in {MAX_FILE_SECONDS:g} s; policy values are short settings")
+
+
 def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
-              used_env: set[str] | None) -> ImmutableSandboxedEnvironment:
-    jenv = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
-                                         keep_trailing_newline=True)
+              used_env: set[str] | None, budget: RenderBudget) -> LimitedSandbox:
+    jenv = LimitedSandbox(budget, undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
     def lookup(source: Mapping[str, Any], name: str, default: Any, problem: RenderProblem) -> Any:
         if name in source:
@@ -76,8 +81,8 @@ def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
         "ds_add": ds_add,
     }
     jenv.globals.update(helpers)
-    jenv.filters["strftime"] = strftime
-    jenv.filters["date_format"] = strftime
+    jenv.add_filter("strftime", strftime)
+    jenv.add_filter("date_format", strftime)
     return jenv
 
 
@@ -88,18 +93,28 @@ def render_text(
     now: dt.datetime | None = None,
     env: Mapping[str, str] | None = None,
     used_env: set[str] | None = None,
+    budget: RenderBudget | None = None,
 ) -> str:
-    """Render ``text``; raises RenderProblem with the template line on any error."""
+    """Render ``text``; raises RenderProblem with the template line on any error. ``budget`` holds the
+    size and time limits (shared by the values of one file; a fresh one per call when not given)."""
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
-    jenv = _make_env(vars or {}, now or dt.datetime.now(dt.timezone.utc), os.environ if env is None else env,
-                     used_env)
+    budget = budget or RenderBudget()
     try:
+        budget.start_value()
+        jenv = _make_env(vars or {}, now or dt.datetime.now(dt.timezone.utc), os.environ if env is None else env,
+                         used_env, budget)
         template = jenv.from_string(text)
-        return template.render()
+        return budget.finish_value(template.render())
     except RenderProblem as p:
         p.line = _template_line() or p.line
         raise
+    except LimitExceeded as e:
+        raise RenderProblem("jinja_limit", f"template limit exceeded: {e}", _template_line() or 1,
+                            LIMIT_HINT) from None
+    except MemoryError:
+        raise RenderProblem("jinja_limit", "template limit exceeded: out of memory", _template_line() or 1,
+                            LIMIT_HINT) from None
     except jinja2.TemplateSyntaxError as e:
         raise RenderProblem("jinja_syntax", e.message or str(e), e.lineno or 1) from None
     except SecurityError as e:
@@ -138,6 +153,7 @@ def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.
     import yaml
 
     problems: list[tuple[str, RenderProblem]] = []
+    budget = RenderBudget()  # one per file: its limits cover all of the file's values together
 
     def walk(value: Any, path: str) -> Any:
         if isinstance(value, dict):
@@ -146,7 +162,7 @@ def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.
             return [walk(v, join_path(path, i)) for i, v in enumerate(value)]
         if isinstance(value, str) and ("{{" in value or "{%" in value):
             try:
-                out = render_text(value, vars=vars, now=now, env=env)
+                out = render_text(value, vars=vars, now=now, env=env, budget=budget)
             except RenderProblem as p:
                 problems.append((path, p))
                 return value

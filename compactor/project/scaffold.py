@@ -7,11 +7,21 @@ from pathlib import Path
 
 from compactor.errors import UsageError
 
+#: project file -> template (under compactor/templates) or, for schemas, the packaged schema file
 FILES = {
     "compactor.yml": "init_compactor.yml",
     "profiles.yml": "init_profiles.yml",
     "policies/example.yml": "init_policy.yml",
+    # editors resolve the policy file's `$schema` comment to this copy: offline, versioned with the
+    # project, refreshed with `compactor schema > schemas/policy.schema.json` after an upgrade
+    "schemas/policy.schema.json": "schema:policy.schema.json",
 }
+
+
+def schema_text(name: str) -> str:
+    """A JSON Schema shipped with the package, as text (ends with a newline)."""
+    text = resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
+    return text if text.endswith("\n") else text + "\n"
 
 
 def init_project(directory: Path) -> list[Path]:
@@ -23,7 +33,10 @@ def init_project(directory: Path) -> list[Path]:
     written = []
     name = "".join(c if c.isalnum() or c in "_-" else "_" for c in directory.resolve().name) or "compactor_project"
     for rel, template in FILES.items():
-        text = resources.files("compactor").joinpath("templates", template).read_text(encoding="utf-8")
+        if template.startswith("schema:"):
+            text = schema_text(template.removeprefix("schema:"))
+        else:
+            text = resources.files("compactor").joinpath("templates", template).read_text(encoding="utf-8")
         path = directory / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text.replace("__NAME__", name), encoding="utf-8")

@@ -80,14 +80,17 @@ def load_plan(path: Path) -> Plan:
     except json.JSONDecodeError as e:
         raise PlanError(f"plan file {path} is not valid JSON (line {e.lineno}, col {e.colno}): {e.msg}") from None
     except RecursionError:
-        raise PlanError(f"plan file {path} is nested too deeply to be a plan") from None
+        raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     written = data.get("digest") if isinstance(data, dict) else None
     try:
         actual = plan_digest(data) if written is not None else None
     except (TypeError, AttributeError, ValueError, RecursionError):  # not shaped like a plan: the schema says how
         actual = None
     if written is None or actual != written or not known_valid(_trust_key(written)):
-        validate_plan_dict(data)  # a plan this compactor did not write itself is checked against the schema
+        try:
+            validate_plan_dict(data)  # a plan this compactor did not write itself is checked against the schema
+        except RecursionError:  # below json's limit but deeper than the schema validator can walk
+            raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     if written is not None and actual != written:
         raise PlanError(f"plan file {path} was modified after `compactor plan` wrote it (its content does not "
                         "match its digest)", hint="re-run `compactor plan` and review the new plan")

@@ -36,17 +36,20 @@ def write_pngs(report_html: str, out_dir: Path) -> list[Path]:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    sections = re.findall(r'<section class="table" data-table="([^"]*)">(.*?)</section>', report_html, re.S)
+    sections = re.findall(r'<section class="overview" data-section="(lake)">(.*?)</section>', report_html, re.S)
+    sections += re.findall(r'<section class="table" data-table="([^"]*)">(.*?)</section>', report_html, re.S)
     with tempfile.TemporaryDirectory() as tmp:
         for table, body in sections:
             for svg, chart in re.findall(r'(?s)(<svg class="chart" data-chart="([^"]+)".*?</svg>)', body):
+                w, h = map(int, re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).groups())
                 page = Path(tmp) / "chart.html"
                 page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><style>{CSS} body{{margin:0}}"
-                                f".chart{{width:640px;margin:0}}</style></head><body>{svg}</body></html>")
-                name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{table}-{chart}") + ".png"
+                                f".chart{{width:{w}px;margin:0;border:0}}</style></head><body>{svg}</body></html>")
+                full = chart if chart.startswith(f"{table}-") else f"{table}-{chart}"  # lake-trend-files
+                name = re.sub(r"[^A-Za-z0-9_.-]+", "_", full) + ".png"
                 target = out_dir / name
                 subprocess.run(chromium_cmd(binary, str(Path(tmp) / "profile"), f"--screenshot={target}",
-                                            "--window-size=642,224", page.as_uri()),
+                                            f"--window-size={w},{h}", page.as_uri()),
                                check=True, capture_output=True, timeout=60)
                 written.append(target)
     return written
