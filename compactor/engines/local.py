@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob, WrittenFile
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
+from compactor.errors import ApplyError
 from compactor.runtime.paths import filesystem
 
 #: a row group is written when this many rows or bytes (in memory) are buffered
@@ -63,8 +64,11 @@ class LocalEngine:
     def _read(self, location: str, schema: pa.Schema) -> tuple[int, pa.Table]:
         """(rows in the footer, the file's rows conformed to ``schema``)."""
         fs, path = filesystem(location, self.storage_options)
-        pf = pq.ParquetFile(path, filesystem=fs)
-        return pf.metadata.num_rows, conform(pf.read(use_threads=False), schema)
+        try:
+            pf = pq.ParquetFile(path, filesystem=fs)
+            return pf.metadata.num_rows, conform(pf.read(use_threads=False), schema)
+        except (OSError, pa.ArrowException) as e:
+            raise ApplyError(f"cannot read {location}: {str(e).splitlines()[0]}") from None
 
     def _inputs(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor) -> Iterator[tuple[int, pa.Table]]:
         """The bin's files in order, read up to READ_AHEAD files ahead."""

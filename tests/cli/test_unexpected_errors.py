@@ -108,15 +108,28 @@ def test_negative_size_in_a_plan_is_refused_before_anything_runs(tmp_path: Path,
 def test_an_action_failing_unexpectedly_logs_no_traceback_without_debug(tmp_path: Path) -> None:
     t, p, n = lake_project(tmp_path)
     assert cli("plan", "--project-dir", str(p)).returncode == 0
-    plan = json.loads((p / "target" / "plan.json").read_text())
-    action = plan["tables"][0]["actions"][0]
-    action["type"], action["params"]["z_order_by"] = "z_order", ["no_such_column"]
-    edited = tmp_path / "edited.json"
-    edited.write_text(json.dumps(plan))
-    r = cli("apply", str(edited), "--project-dir", str(p), "--fail-fast")
+    plan_file = p / "target" / "plan.json"
+    blocker = t / "_compactor" / "journal"  # a file where the crash journal's folder must go
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a folder")
+    r = cli("apply", str(plan_file), "--project-dir", str(p), "--fail-fast")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "action failed" in r.stderr and "no_such_column" in r.stdout + r.stderr
+    assert "action failed" in r.stderr and "journal" in r.stdout + r.stderr
     _no_traceback(r)
-    debug = cli("apply", str(edited), "--project-dir", str(p), "--fail-fast", "--debug")
+    debug = cli("apply", str(plan_file), "--project-dir", str(p), "--fail-fast", "--debug")
     assert "Traceback" in debug.stderr
+    exactly_once(t, n)
+
+
+def test_a_torn_input_file_is_named(tmp_path: Path) -> None:
+    t, p, n = lake_project(tmp_path)
+    assert cli("plan", "--project-dir", str(p)).returncode == 0
+    plan_file = p / "target" / "plan.json"
+    victim = t / json.loads(plan_file.read_text())["tables"][0]["actions"][0]["bins"][0][0]
+    good = victim.read_bytes()
+    victim.write_bytes(good[: len(good) // 2])
+    r = cli("apply", str(plan_file), "--project-dir", str(p), "--fail-fast")
+    assert r.returncode == 1 and victim.name in r.stdout, r.stdout + r.stderr
+    _no_traceback(r)
+    victim.write_bytes(good)
     exactly_once(t, n)
