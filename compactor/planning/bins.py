@@ -18,8 +18,11 @@ def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int,
                      forced: Sequence[bool] | None = None) -> list[list[int]]:
     """Indices of each bin under delta-spark OPTIMIZE semantics (ascending size, greedy). ``forced``:
     files that are candidates whatever their size (OPTIMIZE's deletion-vector rule)."""
-    order = sorted((i for i, s in enumerate(sizes) if s < min_file_size or (forced is not None and forced[i])),
-                   key=lambda i: (sizes[i], i))
+    if forced is None:
+        candidates = [i for i, s in enumerate(sizes) if s < min_file_size]
+    else:
+        candidates = [i for i, s in enumerate(sizes) if s < min_file_size or forced[i]]
+    order = sorted(candidates, key=sizes.__getitem__)  # stable: equal sizes keep log order
     bins: list[list[int]] = []
     cur: list[int] = []
     cur_size = 0

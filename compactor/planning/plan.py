@@ -151,18 +151,24 @@ def dumps_compact(value: object) -> str:
 
 
 def plan_digest(data: Mapping[str, Any]) -> str:
-    """sha256 of a plan document without its ``digest`` key, in the form ``dumps_compact`` writes.
-    json.loads keeps key order and json.dumps reproduces the same text, so a plan read back from its
-    file digests to the same value unless someone edited it."""
+    """sha256 of a plan document without its ``digest`` key: of each action, then the rest of its table,
+    table by table, then the rest of the plan, each in the form ``dumps_compact`` writes, in the order
+    the plan file holds them (so the writer hashes exactly what it writes, once). json.loads keeps key
+    order and json.dumps reproduces the same text, so a plan read back digests to the same value unless
+    someone edited it."""
     h = hashlib.sha256()
-    tables = data.get("tables") or []
-    h.update(dumps_compact({k: v for k, v in data.items() if k not in ("digest", "tables")}).encode())
-    for t in tables:  # action by action: one dumps of a million-path plan would hold the whole text
-        h.update(b"\n")
-        h.update(dumps_compact({k: v for k, v in t.items() if k != "actions"}).encode())
-        for a in t.get("actions") or ():
-            h.update(dumps_compact(a).encode())
+    for piece in digest_pieces(data):
+        h.update(piece.encode())
     return "sha256:" + h.hexdigest()
+
+
+def digest_pieces(data: Mapping[str, Any]):  # -> Iterator[str]
+    """The serialised pieces of a plan document the digest covers, in file order."""
+    for t in data.get("tables") or ():
+        for a in t.get("actions") or ():
+            yield dumps_compact(a)
+        yield dumps_compact({k: v for k, v in t.items() if k != "actions"})
+    yield dumps_compact({k: v for k, v in data.items() if k not in ("digest", "tables")})
 
 
 def plan_from_dict(d: Mapping[str, Any]) -> Plan:

@@ -5,6 +5,7 @@ recomputes it, so apply can refuse a plan that was edited after `compactor plan`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -20,32 +21,38 @@ def write_plan(plan: Plan, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    data = plan_to_dict(plan)
-    data["digest"] = plan_digest(data)
-    remember_valid(_trust_key(data["digest"]))  # compactor's own plans match plan.schema.json (tested)
     with open(tmp, "w", encoding="utf-8") as f:
-        _write_compact_json(data, f)
+        digest = _write_compact_json(plan_to_dict(plan), f)
     os.replace(tmp, path)
+    remember_valid(_trust_key(digest))  # compactor's own plans match plan.schema.json (tested)
     return path
 
 
-def _write_compact_json(data: dict, f: TextIO) -> None:
-    """Same document as json.dump, action by action: json.dump streams through the pure-Python
-    encoder (10x slower on a million paths), one json.dumps of everything holds the whole text."""
-    tables = data["tables"]
+def _write_compact_json(data: dict, f: TextIO) -> str:
+    """Write the plan with its digest, serialising each piece once: the pieces plan_digest hashes are
+    the ones written. Action by action: json.dump streams through the pure-Python encoder (10x slower on
+    a million paths), and one json.dumps of everything would hold the whole text."""
+    h = hashlib.sha256()
+
+    def piece(text: str) -> str:
+        h.update(text.encode())
+        return text
+
     f.write('{"tables":[')
-    for ti, table in enumerate(tables):
+    for ti, table in enumerate(data["tables"]):
         if ti:
             f.write(",")
         f.write('{"actions":[')
         for ai, action in enumerate(table["actions"]):
             if ai:
                 f.write(",")
-            f.write(dumps_compact(action))
-        rest = dumps_compact({k: v for k, v in table.items() if k != "actions"})
+            f.write(piece(dumps_compact(action)))
+        rest = piece(dumps_compact({k: v for k, v in table.items() if k != "actions"}))
         f.write("]," + rest[1:] if rest != "{}" else "]}")
-    rest = dumps_compact({k: v for k, v in data.items() if k != "tables"})
-    f.write("]," + rest[1:] if rest != "{}" else "]}")
+    rest = piece(dumps_compact({k: v for k, v in data.items() if k not in ("tables", "digest")}))
+    digest = "sha256:" + h.hexdigest()
+    f.write("]," + rest[1:-1] + f',"digest":"{digest}"}}' if rest != "{}" else f'],"digest":"{digest}"}}')
+    return digest
 
 
 def _trust_key(digest: str) -> str:
