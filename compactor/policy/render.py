@@ -167,9 +167,12 @@ def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.
                 problems.append((path, p))
                 return value
             stripped = value.strip()
-            if out.strip() and stripped.startswith("{{") and stripped.endswith("}}") and stripped.count("{{") == 1:
+            # a value that is one expression may render a number, a boolean or null; those are short,
+            # and PyYAML's scanner is slow on long text (a 900k-character value took seconds)
+            if (out.strip() and len(out) <= 100 and stripped.startswith("{{") and stripped.endswith("}}")
+                    and stripped.count("{{") == 1):
                 try:
-                    native = yaml.safe_load(out)
+                    native = yaml.load(out, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
                 except yaml.YAMLError:
                     return out
                 if isinstance(native, (int, float, bool)) or native is None:

@@ -12,7 +12,8 @@ disk, S3, Azure and GCS alike:
   renewed or taken over in the meantime has another version, so nobody replaces a live lease.
 - renew: read, check the run id is ours, ``put_if_match`` a later expiry. A failed replace means another
   process changed the lease: it is lost.
-- release: replace our lease (conditionally) with a tombstone, ``released: true``. An unconditional
+- release: delete our lease where the store can do it conditionally (local disk, under a lock); elsewhere
+  replace it (conditionally) with a tombstone, ``released: true``. An unconditional
   delete could remove a lease another process took over between our read and the delete (object stores
   offer no conditional delete through object_store), so the file stays and the next acquire takes the
   tombstone over with one conditional put.
@@ -198,7 +199,9 @@ class TableLease:
             except ObjectNotFoundError:
                 return
             if self._parse(data).run_id == self.run_id:
-                self.storage.put_if_match(LEASE_PATH, self._encode(self._info(released=True)), version)
+                # deleted where the store can do it conditionally (local disk); a tombstone elsewhere
+                if self.storage.delete_if_match(LEASE_PATH, version) is None:
+                    self.storage.put_if_match(LEASE_PATH, self._encode(self._info(released=True)), version)
 
     # ------------------------------------------------------------------ heartbeat
 

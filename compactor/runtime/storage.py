@@ -323,7 +323,7 @@ class Storage:
         with self._errors("conditional put", path):
             if self._store is None:
                 p = self._local(path)
-                with _flock(p.with_name(f".{p.name}.lock")):
+                with _flock(p.parent):
                     try:
                         current = hashlib.sha256(p.read_bytes()).hexdigest()
                     except FileNotFoundError:
@@ -351,6 +351,23 @@ class Storage:
                 return True
             except (PreconditionError, FileNotFoundError):  # obstore raises the builtin for a 404
                 return False
+
+    def delete_if_match(self, path: str, version: ObjectVersion) -> bool | None:
+        """Delete ``path`` only if it is still at ``version``: True if deleted, False if it changed or is
+        gone, None where the store offers no conditional delete (object stores through object_store)."""
+        if self._store is not None:
+            return None
+        with self._errors("conditional delete", path):
+            p = self._local(path)
+            with _flock(p.parent):
+                try:
+                    current = hashlib.sha256(p.read_bytes()).hexdigest()
+                except FileNotFoundError:
+                    return False
+                if current != version.e_tag:
+                    return False
+                p.unlink()
+                return True
 
     def delete(self, path: str, *, missing_ok: bool = True) -> None:
         with self._errors("delete", path):
@@ -472,9 +489,11 @@ class Storage:
 
 
 @contextmanager
-def _flock(lock_path: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+def _flock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` itself (flock works on a directory's descriptor), so no lock file
+    is ever left behind."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
     try:
         while True:
             try:

