@@ -23,6 +23,7 @@ COMMANDS = {
     "demo": "demo",
     "history": "history",
     "report": "report",
+    "repair": "repair",
 }
 
 

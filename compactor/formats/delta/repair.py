@@ -33,6 +33,7 @@ from compactor.errors import ApplyError, VerificationError
 from compactor.formats.delta.commit import MARKER, find_commit
 from compactor.formats.delta.duplicates import REPAIR_OF, Analysis, RepairPlan, analyse, describe, repair_plan
 from compactor.formats.delta.log import Commit, commits_after, read_commit
+from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.runtime.paths import filesystem, join
 
 log = logging.getLogger(__name__)
@@ -275,9 +276,8 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
     result = RepairResult(uri, "clean")
     meta = dict(commit_metadata or {})
     for _ in range(max_rounds):
-        dt = DeltaTable(uri, storage_options=so)
-        v0 = dt.version()
-        live = _live_paths(dt)
+        # the window first, from a handle without the file list: most tables have nothing to repair
+        v0 = DeltaTable(uri, storage_options=so, without_files=True).version()
         commits = read_window(uri, storage_options, until=v0, start=start, horizon=horizon)
         if start is None and commits:
             start = commits[0].version  # later rounds look at the same window (plus what came since)
@@ -288,6 +288,13 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
         result.version_after = v0
         if not analysis.open:
             return result
+        dt = DeltaTable(uri, storage_options=so, version=v0)
+        unwritable = sorted(set(dt.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
+        if unwritable:
+            raise RepairError(f"{uri}: {len(analysis.open)} duplicate rewrite(s) found, but delta-rs cannot commit "
+                              f"the repair to a table with writer feature(s) {', '.join(unwritable)}",
+                              hint="restore the table to the version before the duplicate (RESTORE)")
+        live = _live_paths(dt)
         plan = repair_plan(analysis, live)
         rows = row_counts(uri, storage_options, analysis,
                           {*plan.remove, *plan.restore, *(p for _, p in plan.consumed),
@@ -334,13 +341,14 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
                      "rewriting the same files?)", hint="stop the other compaction job and run `compactor repair`")
 
 
-def removals_after(uri: str, storage_options: Mapping[str, str] | None, version: int) -> tuple[int, dict[str, int]]:
-    """(last version read, {path: version that removed it}) for the commits after ``version``: the watch
+def removals_after(uri: str, storage_options: Mapping[str, str] | None,
+                   version: int) -> tuple[int, dict[str, list[int]]]:
+    """(last version read, {path: versions that removed it}) for the commits after ``version``: the watch
     polls with this."""
     last = version
-    found: dict[str, int] = {}
+    found: dict[str, list[int]] = {}
     for c in commits_after(uri, version, storage_options):
         last = c.version
         for p in c.removes:
-            found.setdefault(p, c.version)
+            found.setdefault(p, []).append(c.version)
     return last, found
