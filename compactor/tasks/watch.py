@@ -124,6 +124,8 @@ class TableWatch:
                 for w, _ in hits:
                     w.result.status, w.result.error = "error", msg
                 return
+        if res.status == "clean":  # the files had been re-added in between (a repair): nothing doubled
+            return
         info = {**res.to_dict(), "found_by": "watch", "conflicting_versions": versions}
         self.repairs.append(info)
         for w, h in hits:

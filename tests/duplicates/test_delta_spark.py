@@ -92,6 +92,7 @@ def test_optimize_that_read_before_compactor_committed_is_refused_by_delta_spark
                 errors[0]
             assert ops == ["compactor"]
             refused += 1
+            print(f"\nattempt {attempt}: OPTIMIZE refused: {type(errors[0]).__name__}")
         else:  # OPTIMIZE read after compactor's commit: nothing left to compact in the partition
             assert ops == ["compactor"], ops
         if refused:

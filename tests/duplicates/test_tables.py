@@ -254,3 +254,42 @@ def test_inspect_warns_about_auto_compaction_under_a_policy(tmp_path: Path) -> N
     assert "delta.autoOptimize.autoCompact=true" in w
     plain = json.loads(run("inspect", str(t), "--format", "json").output)
     assert plain["warnings"] == [] and any("autoCompact" in x for x in plain["recommendations"])
+
+
+def test_cli_apply_watches_for_the_profiles_window_and_names_the_repair(tmp_path: Path, monkeypatch) -> None:
+    """`compactor apply` end to end: the watch window comes from the profile (COMPACTOR_WATCH_WINDOW, set
+    to 0 for the test suite, is removed), and the JSON run results name the repair."""
+    monkeypatch.delenv("COMPACTOR_WATCH_WINDOW", raising=False)
+    t = tmp_path / "lake" / "t"
+    n = make_table(t, partitions=2, appends=4, rows=10)
+    proj = one_table_project(tmp_path / "proj", t)
+    (proj / "profiles.yml").write_text("default:\n  outputs:\n    dev: {engine: local, watch_window: 3s}\n")
+    other = DeltaTable(str(t))
+    th = _after_compactor_commits(t, other, time.monotonic())
+    r = run("apply", "--project-dir", str(proj), "--auto-approve", "--format", "json")
+    th.join()
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output[r.output.index("{"):])
+    jsonschema.validate(doc, load_schema("run_results.schema.json"))
+    named = [x["details"]["repaired_later"] for x in doc["results"] if "repaired_later" in x["details"]]
+    assert named and named[0]["rows_deduplicated"] > 0
+    exactly_once(t, n)
+
+
+def test_the_watch_window_setting(tmp_path: Path, monkeypatch) -> None:
+    from compactor.errors import ProjectError
+    from compactor.project.loader import load_project, load_target
+
+    proj = tmp_path / "p"
+    proj.mkdir()
+    (proj / "compactor.yml").write_text("name: p\n")
+    project, _ = load_project(proj, {})
+    monkeypatch.delenv("COMPACTOR_WATCH_WINDOW", raising=False)
+    assert load_target(project, None, None)[0].watch_window_s == 180  # the default: 3 minutes
+    (proj / "profiles.yml").write_text("default:\n  outputs:\n    dev: {engine: local, watch_window: 90s}\n")
+    assert load_target(project, None, None)[0].watch_window_s == 90
+    monkeypatch.setenv("COMPACTOR_WATCH_WINDOW", "0")
+    assert load_target(project, None, None)[0].watch_window_s == 0
+    monkeypatch.setenv("COMPACTOR_WATCH_WINDOW", "soon")
+    with pytest.raises(ProjectError, match="COMPACTOR_WATCH_WINDOW"):
+        load_target(project, None, None)

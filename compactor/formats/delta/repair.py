@@ -151,7 +151,7 @@ def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, versio
     if version is None:
         from deltalake import DeltaTable
 
-        version = DeltaTable(uri, storage_options=dict(storage_options or {}) or None).version()
+        version = DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version()
     commits = read_window(uri, storage_options, until=version, start=start, horizon=horizon)
     analysis = analyse(commits)
     rows = row_counts(uri, storage_options, analysis, {p for d in analysis.duplicates for p in d.files},
@@ -305,6 +305,13 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
                               f"repair: {'; '.join(plan.unrepairable)}",
                               hint="restore the table to the version before the duplicate (RESTORE) or "
                                    "deduplicate by hand")
+        with_dv = [p for p in (*plan.remove, *plan.restore)
+                   if (analysis.last_add.get(p) or {}).get("deletionVector")
+                   or (analysis.last_remove.get(p) or {}).get("deletionVector")]
+        if with_dv:  # delta-rs' add/remove actions carry no deletion vector: the repair would revive rows
+            raise RepairError(f"{uri}: the repair would touch {len(with_dv)} file(s) with deletion vectors (e.g. "
+                              f"{with_dv[0]}), which delta-rs cannot commit faithfully",
+                              hint="restore the table to the version before the duplicate (RESTORE)")
         missing = [p for p in plan.restore if not _exists(uri, p, storage_options)]
         if missing:
             raise RepairError(f"{uri}: {len(missing)} file(s) the repair must restore are gone from storage "
