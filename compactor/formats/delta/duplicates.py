@@ -97,10 +97,6 @@ class Analysis:
         return sorted(p for p, ids in self.carry.items() if dup.later in ids)
 
 
-def is_rewrite(c: Commit) -> bool:
-    return bool(c.adds or c.removes) and not c.data_change
-
-
 def analyse(commits: Iterable[Commit]) -> Analysis:
     """Replay ``commits`` (consecutive versions, oldest first) and find every duplicate rewrite."""
     live: set[str] = set()
