@@ -58,15 +58,35 @@ def apply(
     replan_stale: bool = False,
     now: datetime | None = None,
     progress: Any = None,
+    watch_s: float | None = None,
 ) -> "RunResults":
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
-    Writes run results under the project's target path."""
+    Writes run results under the project's target path. ``watch_s``: how long to keep watching each
+    table's log after committing to it (default: the target's ``watch_window``, 3 minutes)."""
     from compactor.tasks.apply import apply_project
 
     return apply_project(
         options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-        replan_stale=replan_stale, now=now, progress=progress,
+        replan_stale=replan_stale, now=now, progress=progress, watch_s=watch_s,
     )
+
+
+def repair(
+    options: ProjectOptions = ProjectOptions(),
+    *,
+    path: str | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    dry_run: bool = False,
+    horizon: int | None = None,
+) -> Any:
+    """Find and repair duplicate rewrites (another writer's compaction removed files a compaction had
+    already removed, so rows are live twice): in one table at ``path``, or in every selected table of the
+    project. Returns a RepairReport; a table that cannot be repaired is reported, never half-repaired."""
+    from compactor.tasks.repair import repair_path, repair_project
+
+    if path is not None:
+        return repair_path(path, storage_options, dry_run=dry_run, horizon=horizon)
+    return repair_project(options, dry_run=dry_run, horizon=horizon)
 
 
 def inspect(path: str, *, storage_options: Mapping[str, str] | None = None) -> Any:

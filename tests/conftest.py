@@ -13,6 +13,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # the memo of validated documents (policy/schema.py) lives in a fresh folder per test run, never the user's
 os.environ["COMPACTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="compactor-test-cache-")
+#: tests apply to private tables nobody else writes: no post-commit watch window (3 minutes by default)
+#: unless a test asks for one (tests/duplicates)
+os.environ.setdefault("COMPACTOR_WATCH_WINDOW", "0")
 FIXTURES = Path(os.environ.get("COMPACTOR_FIXTURES", REPO.parent / "shared" / "fixtures"))
 #: the interop corpus (tables written by Delta, delta-rs and Spark's own test suites) lives beside the
 #: repository, not in it: a plain clone has none, and the tests that read it skip saying so

@@ -24,6 +24,7 @@ COMMANDS = {
     "history": "history",
     "report": "report",
     "schema": "schema",
+    "repair": "repair",
 }
 
 

@@ -22,11 +22,14 @@ from compactor.cli.common import (build_options, check_selection, debug_option, 
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@click.option("--watch", "watch", default=None, metavar="DURATION",
+              help="Keep watching each table's log this long after committing and repair a concurrent "
+                   "compaction of the same files (default: the profile's watch_window, 3m; 0: off).")
 @fail_on_empty_option
 @debug_option
 @handle_errors
 def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
-            fail_fast, replan_stale, fmt, metrics, fail_on_empty, debug) -> int:
+            fail_fast, replan_stale, fmt, metrics, watch, fail_on_empty, debug) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
     from rich.console import Console
 
@@ -58,8 +61,16 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                 click.echo("Apply cancelled.")
                 return exit_codes.OK
     printer = ProgressPrinter(Console(stderr=True))
+    watch_s = None
+    if watch is not None:
+        from compactor.units import UnitError, parse_duration
+
+        try:
+            watch_s = float(parse_duration(int(watch) if watch.strip().isdigit() else watch))
+        except UnitError as e:
+            raise UsageError(f"--watch: {e}") from None
     run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-                    replan_stale=replan_stale, progress=printer)
+                    replan_stale=replan_stale, progress=printer, watch_s=watch_s)
     if metrics is not None:
         from compactor.output.metrics import write_metrics
 

@@ -69,7 +69,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     console.print(f"plan written to {safe(plan_path)}")
 
     console.rule("3. compactor apply target/plan.json")
-    run = api.apply(options, plan_file=plan_path)
+    run = api.apply(options, plan_file=plan_path, watch_s=0)  # the demo lake has no other writers
     render_run(run, console)
 
     console.rule("before -> after")

@@ -1,7 +1,8 @@
 """Exit codes (documented in README). Only the CLI exits the process."""
 
 OK = 0
-#: validate: invalid policies; apply: an action failed or failed verification; plan: table errors
+#: validate: invalid policies; apply: an action failed or failed verification; plan: table errors or
+#: duplicate rewrites; repair: a table could not be repaired
 FAILURE = 1
 #: usage or internal error (bad options, missing project, unexpected exception)
 USAGE = 2

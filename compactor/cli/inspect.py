@@ -33,10 +33,13 @@ def _policy_settings(project_dir: Path, table: str) -> dict:
 @click.option("--policy-project", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Project directory whose policy for --table the report compares against.")
 @click.option("--table", default=None, help="Table name in --policy-project.")
+@click.option("--horizon", type=click.IntRange(min=1), default=None,
+              help="Delta: how many of the newest commits to scan for duplicate rewrites (default 1000).")
 @debug_option
 @handle_errors
-def command(path, fmt, policy_project, table, debug) -> int:
-    """Health report: files and size histogram per partition, small-file share, manifest/log growth."""
+def command(path, fmt, policy_project, table, horizon, debug) -> int:
+    """Health report: files and size histogram per partition, small-file share, manifest/log growth, and
+    for Delta tables duplicate rewrites in the log (rows live twice) and auto-compaction warnings."""
     from compactor.tasks.inspect import inspect_path
 
     from compactor.errors import UsageError
@@ -44,7 +47,7 @@ def command(path, fmt, policy_project, table, debug) -> int:
     if (policy_project is None) != (table is None):
         raise UsageError("--policy-project and --table go together (the policy of TABLE in that project)")
     policy = _policy_settings(policy_project, table) if policy_project and table else None
-    report = inspect_path(path, policy=policy)
+    report = inspect_path(path, policy=policy, horizon=horizon)
     if fmt == "json":
         echo_json(report.to_dict())
     else:

@@ -61,8 +61,9 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
         from compactor.output.metrics import write_metrics
 
         write_metrics(metrics, plan=plan)
+    # a table whose log holds a duplicate rewrite fails the plan like an error: rows are live twice
     if detailed_exitcode:
-        if plan.totals.errors:
+        if plan.totals.errors or plan.totals.duplicates:
             return exit_codes.PLAN_ERROR
         return exit_codes.PLAN_CHANGES if plan.has_changes else exit_codes.OK
-    return exit_codes.FAILURE if plan.totals.errors else exit_codes.OK
+    return exit_codes.FAILURE if plan.totals.errors or plan.totals.duplicates else exit_codes.OK

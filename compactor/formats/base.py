@@ -88,3 +88,22 @@ class TableFormat(Protocol):
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""
+
+
+class RepairsDuplicates(Protocol):
+    """Optional: a format whose log can hold duplicate rewrites (Delta). Tasks check with ``hasattr``
+    (``tasks/repair.supports_repair``, ``tasks/watch.TableWatch.supported``) and skip formats without it."""
+
+    def find_duplicates(self, uri: str, storage_options: Mapping[str, str], *, version: int | None = None,
+                        horizon: int | None = None) -> Any:
+        """The duplicate rewrites in the newest ``horizon`` commits of the log."""
+
+    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, start: int | None = None,
+                          horizon: int | None = None, commit_metadata: Mapping[str, str] | None = None,
+                          dry_run: bool = False) -> Any:
+        """Repair every open duplicate rewrite (call while holding the table lease); a result with
+        ``status`` clean / repaired / would_repair and ``to_dict()``."""
+
+    def removals_after(self, uri: str, storage_options: Mapping[str, str],
+                       version: int) -> tuple[int, dict[str, list[int]]]:
+        """(last version, {path: versions that removed it}) for the commits after ``version``."""

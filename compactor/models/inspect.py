@@ -49,6 +49,15 @@ class InspectReport:
     logs: tuple[LogHealth, ...] = ()
     policy: dict[str, Any] = field(default_factory=dict)
     recommendations: tuple[str, ...] = ()
+    #: Delta: duplicate rewrites in the log window (open ones need `compactor repair`; repaired ones are
+    #: history), the window scanned, and warnings (auto compaction racing compactor)
+    duplicates: tuple[dict[str, Any], ...] = ()
+    log_window: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def open_duplicates(self) -> list[dict[str, Any]]:
+        return [d for d in self.duplicates if d.get("status") == "open"]
 
     @property
     def small_file_share(self) -> float:

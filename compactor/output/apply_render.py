@@ -26,6 +26,15 @@ class ProgressPrinter:
             part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
             self.console.print(f"\\[{data['index'] + 1}/{data['count']}] {safe(data['table'])}: {safe(data['action'])} "
                                f"{safe(part)} ({format_size(data.get('bytes') or 0)})", highlight=False)
+        elif event == "watch_wait":
+            self.console.print(f"watching {len(data['tables'])} table(s) for another {data['seconds']:.0f}s for "
+                               "concurrent compactions of the files just rewritten (watch_window / --watch)",
+                               highlight=False)
+        elif event == "repair":
+            rep = data["repair"]
+            self.console.print(f"    {safe(data['table'])}: repaired a duplicate rewrite by version(s) "
+                               f"{rep.get('conflicting_versions')} in version(s) {rep.get('repair_versions')}: "
+                               f"{rep.get('rows_deduplicated')} duplicated rows removed", highlight=False)
         elif event == "action_end":
             r = data["result"]
             if r.status != "success":
@@ -57,7 +66,32 @@ def render_run(run: RunResults, console: Console) -> None:
         if r.error:
             console.print(f"[red]{safe(r.status)}[/] {safe(r.table)} {safe(r.type)} {safe(r.partition)}: {safe(r.error)}",
                           highlight=False)
+    for line in repair_lines(run):
+        console.print(line, highlight=False)
     tot = run.totals
     console.print(f"Done: {tot.succeeded} succeeded, {tot.skipped} skipped, {tot.stale} stale, "
                   f"{tot.errors} failed, {tot.verification_failed} failed verification; "
                   f"rewrote {format_size(tot.bytes_rewritten)} in {tot.duration_s:.1f}s")
+
+
+def repair_lines(run: RunResults) -> list[str]:
+    """One line per duplicate rewrite the run repaired (before compacting, right after its own commit, or
+    found by the post-commit watch)."""
+    out = []
+    for r in run.results:
+        d = r.details or {}
+        if r.type == "repair" and "repair" in d:
+            rep = d["repair"]
+            vs = sorted({x["later_version"] for x in rep.get("duplicates", ())})
+            out.append(f"{'would repair' if run.dry_run else 'repaired'} {r.table}: duplicate rewrite(s) by version(s) "
+                       f"{vs} in {rep.get('repair_versions')}, {rep.get('rows_deduplicated')} duplicated rows removed")
+        if "repaired" in d:
+            rep = d["repaired"]
+            out.append(f"repaired {r.table} {r.type} {r.partition}: its commit overlapped version(s) "
+                       f"{rep.get('conflicting_versions')} and was reverted in version {rep.get('repair_version')}")
+        if "repaired_later" in d:
+            rep = d["repaired_later"]
+            out.append(f"repaired {r.table}: version(s) {rep.get('conflicting_versions')} rewrote the inputs of "
+                       f"{r.type} {r.partition} again; repaired in {rep.get('repair_versions')}, "
+                       f"{rep.get('rows_deduplicated')} duplicated rows removed")
+    return out

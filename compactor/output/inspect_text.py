@@ -34,6 +34,18 @@ def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
                   + (f" (policy: {r.policy['compact_interval']})" if r.policy.get("compact_interval") else ""),
                   f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
                   f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
+    if r.kind == "delta" and r.log_window:
+        w = r.log_window
+        lines.append(f"\nduplicate rewrites (versions {w.get('first_version')}..{w.get('last_version')} scanned): "
+                     f"{len(r.open_duplicates)} open, {len(r.duplicates) - len(r.open_duplicates)} repaired or void")
+        for d in r.duplicates:
+            rows = "?" if d.get("rows") is None else f"{d['rows']:,}"
+            state = d["status"] + (f" by version {d['repaired_by']}" if d.get("repaired_by") is not None else "")
+            lines.append(f"  version {d['later_version']} rewrote {len(d['files'])} file(s) already rewritten by "
+                         f"version(s) {', '.join(map(str, d['earlier_versions']))}: {rows} rows twice [{state}]")
+    if r.warnings:
+        lines.append("\nWARNINGS:")
+        lines += [f"  ! {x}" for x in r.warnings]
     if r.recommendations:
         lines.append("\nrecommendations:")
         lines += [f"  - {x}" for x in r.recommendations]

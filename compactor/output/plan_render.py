@@ -59,6 +59,13 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(table)
         else:
             console.print(f"{title}\n  no changes")
+        for d in t.duplicate_rewrite:
+            rows = "?" if d.get("rows") is None else f"{d['rows']:,}"
+            console.print(f"  [red]duplicate rewrite:[/] version {d['later_version']} rewrote {len(d['files'])} file(s) "
+                          f"already rewritten by version(s) {', '.join(map(str, d['earlier_versions']))}: {rows} rows "
+                          f"live twice; `compactor repair` (or apply) fixes it"
+                          + ("" if d.get("repairable", True) else f" - NOT automatically: {d.get('reason')}"),
+                          highlight=False)
         if t.skipped:
             console.print(f"  skipped: {safe(_skip_summary(t.skipped))}")
             if partitions:
@@ -70,7 +77,8 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
         f"[bold]Plan:[/] {plural(tot.actions, 'action')} on {sum(1 for t in plan.tables if t.actions)} of "
         f"{plural(tot.tables, 'table')}; files {tot.files_before} -> {tot.files_after}; "
         f"rewrite {format_size(tot.bytes_to_rewrite)} (~{format_size(tot.estimated_io_bytes)} read+written); "
-        f"{plural(tot.errors, 'error')}")
+        f"{plural(tot.errors, 'error')}"
+        + (f"; [red]{plural(tot.duplicates, 'table')} with duplicate rewrites[/]" if tot.duplicates else ""))
 
 
 def render_markdown(plan: Plan) -> str:
@@ -85,6 +93,9 @@ def render_markdown(plan: Plan) -> str:
         kinds = Counter(a.type for a in t.actions)
         acts = ", ".join(f"{k} ×{n}" for k, n in kinds.items()) or "none"
         status = f"**error**: {t.error}" if t.error else _skip_summary(t.skipped) or "-"
+        if t.duplicate_rewrite:
+            status = (f"**duplicate rewrite** (versions "
+                      f"{', '.join(str(d['later_version']) for d in t.duplicate_rewrite)}: rows live twice); {status}")
         lines.append(f"| `{t.name}` | {t.version if t.version is not None else '-'} | {acts} | "
                      f"{t.files_before} → {t.files_after} | {format_size(rw)} | {status} |")
     for t in plan.tables:

@@ -72,6 +72,10 @@ class TablePlan:
     error: str | None = None
     #: policy source (file:line) for traceability
     policy_source: str | None = None
+    #: duplicate rewrites found in the table's log (another writer's compaction removed the same files
+    #: again): per duplicate its versions, files and rows. ``apply`` repairs them before anything else;
+    #: ``plan`` exits 1 while there are any
+    duplicate_rewrite: tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class Totals:
     estimated_io_bytes: int = 0
     skipped: int = 0
     errors: int = 0
+    #: tables whose log holds a duplicate rewrite
+    duplicates: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        return any(t.actions for t in self.tables)
+        return any(t.actions or t.duplicate_rewrite for t in self.tables)
 
 
 def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
@@ -123,6 +129,7 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
         estimated_io_bytes=io,
         skipped=sum(len(t.skipped) for t in tables),
         errors=sum(1 for t in tables if t.error),
+        duplicates=sum(1 for t in tables if t.duplicate_rewrite),
     )
 
 
@@ -139,6 +146,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "skipped": [asdict(s) for s in t.skipped],
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
+            **({"duplicate_rewrite": [dict(d) for d in t.duplicate_rewrite]} if t.duplicate_rewrite else {}),
         })
     return {"schema_version": plan.schema_version, "compactor_version": plan.compactor_version,
             "generated_at": plan.generated_at, "project": plan.project, "target": dict(plan.target),
@@ -186,6 +194,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
             bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
             policy_source=t.get("policy_source"),
+            duplicate_rewrite=tuple(dict(x) for x in t.get("duplicate_rewrite") or ()),
         ))
     totals = Totals(**(d.get("totals") or {}))
     return Plan(

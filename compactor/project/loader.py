@@ -80,7 +80,7 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         if target_name not in (None, "dev"):
             raise UsageError(f"target '{target_name}' requested but no {PROFILES_FILE} was found",
                              hint="create profiles.yml in the project dir or ~/.compactor/")
-        return Target(name="dev", profile=project.profile, engine="local"), []
+        return Target(name="dev", profile=project.profile, engine="local", watch_window_s=watch_window(None)), []
     doc, diags, value = _load(path, str(path), vars=project.vars)
     diags += [Diagnostic(str(path), d.line, d.col, d.code, d.message, d.json_path, d.hint)
               for d in schema_diagnostics(doc, str(path), "profiles.schema.json")]
@@ -108,4 +108,21 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
                             packages=tuple(spark.get("packages") or ())),
         storage_options={k: str(v) for k, v in (out.get("storage_options") or {}).items()},
         threads=out.get("threads"),
+        watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
     ), diags
+
+
+def watch_window(profile_value: object, where: str = "") -> float:
+    """Seconds of the post-commit watch: COMPACTOR_WATCH_WINDOW, else the profile's ``watch_window``,
+    else the default (3 minutes)."""
+    from compactor.project.model import DEFAULT_WATCH_WINDOW_S
+    from compactor.units import UnitError, parse_duration
+
+    env = os.environ.get("COMPACTOR_WATCH_WINDOW")
+    value, source = (env, "COMPACTOR_WATCH_WINDOW") if env not in (None, "") else (profile_value, where)
+    if value is None:
+        return DEFAULT_WATCH_WINDOW_S
+    try:
+        return float(parse_duration(int(value) if isinstance(value, str) and value.strip().isdigit() else value))
+    except UnitError as e:
+        raise ProjectError(f"{source}: {e}") from None

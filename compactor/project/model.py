@@ -9,6 +9,9 @@ from typing import Any, Literal, Mapping
 Engine = Literal["local", "spark"]
 
 REDACTED = "***"
+#: seconds apply keeps watching a table's log after committing (formats repair a later commit that
+#: removes the same files again); profile key ``watch_window``, environment COMPACTOR_WATCH_WINDOW
+DEFAULT_WATCH_WINDOW_S = 180.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class Target:
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: delta-rs concurrency for the local engine
     threads: int | None = None
+    #: how long apply watches a table's log after committing to it (tasks/watch.py); 0 turns it off
+    watch_window_s: float = DEFAULT_WATCH_WINDOW_S
 
     def redacted(self) -> dict[str, Any]:
         """A serialisable description without secrets (for plans, results and logs)."""

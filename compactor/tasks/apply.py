@@ -37,6 +37,8 @@ from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
+from compactor.tasks.repair import repair_before_apply
+from compactor.tasks.watch import TableWatch
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,8 @@ class _TableRun:
     progress: Progress | None
     orphan_grace_s: float
     watch_s: float
+    #: the post-commit watch of this table (None: no window, a dry run, or a format without one)
+    watch: TableWatch | None = None
 
 
 def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, plan_file: str | None = None,
@@ -97,9 +101,10 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
     results: list[ActionResult] = []
     engines = _Engines(target, engine)
+    watching: list[tuple[TableWatch, TableLease]] = []  # tables whose lease is kept until the window closes
     try:
         for table in plan.tables:
-            if not table.actions:
+            if not table.actions and not table.duplicate_rewrite:
                 continue
             fmt = get_format(table.format)
             try:
@@ -107,17 +112,31 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                     failed = _apply_table(_TableRun(table, fmt, plan, target, engines, None, run_id, True,
                                                     replan_stale, progress, orphan_grace_s, watch_s), results)
                 else:
-                    with TableLease(table.path, owner, run_id=run_id,
-                                    storage_options=target.storage_options) as lease:
+                    lease = TableLease(table.path, owner, run_id=run_id, storage_options=target.storage_options)
+                    lease.acquire()
+                    watch = _watch(table, fmt, target, run_id, watch_s, progress)
+                    try:
                         failed = _apply_table(_TableRun(table, fmt, plan, target, engines, lease, run_id, False,
-                                                        replan_stale, progress, orphan_grace_s, watch_s), results)
+                                                        replan_stale, progress, orphan_grace_s, watch_s, watch),
+                                              results)
+                    finally:
+                        if watch is not None and watch.active:
+                            watching.append((watch, lease))
+                        else:
+                            if watch is not None:
+                                watch.finish()
+                            lease.release()
             except LeaseError as e:
                 failed = True
                 results += [ActionResult(table.name, a.type, dict(a.partition), "error", error=str(e))
                             for a in table.actions]
             if failed and fail_fast:
                 break
+        _finish_watches(watching, progress)
     finally:
+        for watch, lease in watching:
+            watch.stop()
+            lease.release()
         engines.close()
     run = RunResults(run_id=run_id, compactor_version=__version__, started_at=started, finished_at=_now_iso(),
                      engine=target.engine, engine_versions=engines.versions(), target=target.redacted(),
@@ -126,6 +145,30 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     if project is not None and not dry_run:
         write_run_results(run, project.target_dir)
     return run
+
+
+def _watch(table: TablePlan, fmt: TableFormat, target: Target, run_id: str, watch_s: float,
+           progress: Progress | None) -> TableWatch | None:
+    if watch_s <= 0 or not TableWatch.supported(fmt):
+        return None
+    meta = {"compactor.version": __version__, "compactor.run_id": run_id,
+            "compactor.action": f"{run_id}:{table.name}:watch"}
+    return TableWatch(fmt, table.name, table.path, target.storage_options, watch_s, meta,
+                      poll_s=min(1.0, max(0.05, watch_s / 20)), progress=progress)
+
+
+def _finish_watches(watching: list[tuple[TableWatch, TableLease]], progress: Progress | None) -> None:
+    """Wait for what is left of the tables' watch windows (their leases are still held), then release."""
+    if not watching:
+        return
+    if progress:
+        progress("watch_wait", {"tables": [w.table for w, _ in watching],
+                                "seconds": max(0.0, max(w.deadline for w, _ in watching) - time.monotonic())})
+    while watching:
+        watch, lease = watching[0]
+        watch.finish()
+        lease.release()
+        watching.pop(0)
 
 
 def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
@@ -137,6 +180,8 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
             fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
         except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
+    if repair_before_apply(table, fmt, env.target.storage_options, env.run_id, env.dry_run, results, env.progress):
+        return True  # a duplicate that could not be repaired: compacting would make it permanent
     state: TableState | None = None
     for i, planned in enumerate(table.actions):
         t0 = time.monotonic()
@@ -197,8 +242,15 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
                         dry_run=env.dry_run, watch_s=env.watch_s, cache=cache)
     if env.lease is not None:
         env.lease.check()
-    outcome = fmt.run(action, ctx)
+    if env.watch is not None:
+        with env.watch.lock:  # the watch's repairs never interleave with this table's own commits
+            outcome = fmt.run(action, ctx)
+    else:
+        outcome = fmt.run(action, ctx)
     _fill(res, outcome)
+    if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
+            and not outcome.details.get("repaired") and not env.dry_run:
+        env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
     if env.dry_run:
         res.status = "skipped"
 
@@ -252,7 +304,9 @@ def write_run_results(run: RunResults, target_dir: Path) -> Path:
 
 def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, plan_obj: Plan | None = None,
                   dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
-                  now: dt.datetime | None = None, progress: Progress | None = None) -> RunResults:
+                  now: dt.datetime | None = None, progress: Progress | None = None,
+                  watch_s: float | None = None) -> RunResults:
+    """``watch_s``: the post-commit watch window (default: the target's ``watch_window``)."""
     from compactor.planning.integrity import plan_problems
     from compactor.project.compile import compile_project
     from compactor.tasks.plan import expand_policies, plan_project
@@ -273,4 +327,5 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
                         hint="re-run `compactor plan` and review the new plan")
     return apply_plan(plan_obj, target=compiled.target, project=compiled.project,
                       plan_file=str(plan_file) if plan_file else None, dry_run=dry_run, fail_fast=fail_fast,
-                      replan_stale=replan_stale, progress=progress)
+                      replan_stale=replan_stale, progress=progress,
+                      watch_s=compiled.target.watch_window_s if watch_s is None else watch_s)

@@ -85,16 +85,20 @@ def _recommend(report_logs: list[LogHealth], policy: Mapping[str, Any], kind: st
 
 
 def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
-                 policy: Mapping[str, Any] | None = None) -> InspectReport:
-    """``policy`` (optional): sink settings to compare against (compact_interval, min_batches_to_retain,
-    retention, min_file_size)."""
+                 policy: Mapping[str, Any] | None = None, horizon: int | None = None) -> InspectReport:
+    """``policy`` (optional): the settings of the compactor policy that manages the table, to compare
+    against (compact_interval, min_batches_to_retain, retention, min_file_size). ``horizon``: how many of
+    the newest Delta commits to scan for duplicate rewrites."""
+    policy_given = policy is not None
     root = Path(path)
     policy = dict(policy or {})
     small = int(policy.get("min_file_size") or SMALL_FILE_DEFAULT)
     if (root / "_delta_log").is_dir() or "://" in path:
         from compactor.formats.delta.state import read_delta_state
 
-        return _data_report(path, "delta", read_delta_state(path, storage_options), small, [], policy)
+        state = read_delta_state(path, storage_options)
+        report = _data_report(path, "delta", state, small, [], policy)
+        return _delta_extras(report, state, storage_options, policy_given, horizon)
     if (root / "_spark_metadata").is_dir():
         from compactor.formats.file_sink.state import read_sink_state
 
@@ -114,6 +118,35 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
         return InspectReport(path, "checkpoint", logs=tuple(logs), policy=policy, recommendations=tuple(recs))
     raise TableReadError(f"{path}: not a Delta table, a file-sink output (_spark_metadata) or a streaming "
                          "checkpoint (offsets/, commits/, sources/)")
+
+
+AUTO_COMPACT = "delta.autoOptimize.autoCompact"
+
+
+def _delta_extras(report: InspectReport, state: TableState, storage_options: Mapping[str, str] | None,
+                  policy_given: bool, horizon: int | None) -> InspectReport:
+    """Duplicate rewrites in the log, and a warning when auto compaction races compactor."""
+    from dataclasses import replace
+
+    from compactor.formats.delta.repair import DEFAULT_HORIZON, detect
+
+    warnings: list[str] = []
+    recs = list(report.recommendations)
+    found = detect(state.uri, storage_options, version=state.version, horizon=horizon or DEFAULT_HORIZON)
+    dups = tuple(found.history)
+    open_ = [d for d in dups if d["status"] == "open"]
+    if open_:
+        rows = sum(d["rows"] or 0 for d in open_)
+        warnings.append(f"{len(open_)} duplicate rewrite(s): rows are live twice ({rows:,} known): another "
+                        "compaction removed files a compaction had already removed; run `compactor repair "
+                        f"{state.uri}`")
+    auto = str(state.properties.get(AUTO_COMPACT, "false")).strip().lower()
+    if auto not in ("false", "off", "0", ""):
+        msg = (f"{AUTO_COMPACT}={auto}: the writers' auto compaction rewrites the same small files as compactor "
+               "and can race it (duplicate rewrites); set it to false, or schedule it apart (README, Safety model)")
+        (warnings if policy_given else recs).append(msg if policy_given else f"if compactor manages this table: {msg}")
+    return replace(report, duplicates=dups, log_window=found.window(), warnings=tuple(warnings),
+                   recommendations=tuple(recs))
 
 
 def _data_report(path: str, kind: str, state: TableState, small: int, logs: list[LogHealth],

@@ -13,6 +13,23 @@ from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 
+def duplicates_extra(uri: str, storage_options: Mapping[str, str], version: int | None) -> dict[str, Any]:
+    """TableState.extra entries for the planner: the open duplicate rewrites and the files holding their
+    extra copies (never planned as compaction inputs: the repair removes them)."""
+    import logging
+
+    from compactor.formats.delta.repair import detect
+
+    try:
+        found = detect(uri, storage_options, version=version)
+    except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
+        logging.getLogger(__name__).warning("%s: could not scan the log for duplicate rewrites: %s", uri, e)
+        return {"duplicates_error": f"{type(e).__name__}: {e}"}
+    return {"duplicates": found.open,
+            "duplicate_carriers": sorted({p for d in found.analysis.open for p in found.analysis.carriers(d)}),
+            "duplicates_window": found.window()}
+
+
 class DeltaFormat:
     name = "delta"
     marker = "_delta_log"
@@ -30,6 +47,8 @@ class DeltaFormat:
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))
+        if policy is not None and policy.enabled and cache is None:  # planning (apply repairs on its own)
+            state = replace(state, extra={**state.extra, **duplicates_extra(uri, storage_options, state.version)})
         return state
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
@@ -55,6 +74,31 @@ class DeltaFormat:
         from compactor.runtime.journal import recover
 
         return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s)
+
+    # -- duplicate rewrites (formats/delta/duplicates.py, repair.py): optional TableFormat methods
+
+    def find_duplicates(self, uri: str, storage_options: Mapping[str, str], *, version: int | None = None,
+                        horizon: int | None = None) -> Any:
+        """The duplicate rewrites in the newest ``horizon`` commits (a repair.Detection)."""
+        from compactor.formats.delta.repair import DEFAULT_HORIZON, detect
+
+        return detect(uri, storage_options, version=version, horizon=horizon or DEFAULT_HORIZON)
+
+    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, start: int | None = None,
+                          horizon: int | None = None, commit_metadata: Mapping[str, str] | None = None,
+                          dry_run: bool = False) -> Any:
+        """Repair every open duplicate rewrite (a repair.RepairResult; RepairError if one cannot be)."""
+        from compactor.formats.delta.repair import DEFAULT_HORIZON, repair
+
+        return repair(uri, storage_options, start=start, horizon=horizon or DEFAULT_HORIZON,
+                      commit_metadata=commit_metadata, dry_run=dry_run)
+
+    def removals_after(self, uri: str, storage_options: Mapping[str, str],
+                       version: int) -> tuple[int, dict[str, list[int]]]:
+        """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
+        from compactor.formats.delta.repair import removals_after
+
+        return removals_after(uri, storage_options, version)
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):

@@ -63,7 +63,8 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     base: dict[str, Any] = dict(
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
-        bytes_before=state.total_bytes, policy_source=str(policy.source))
+        bytes_before=state.total_bytes, policy_source=str(policy.source),
+        duplicate_rewrite=tuple(state.extra.get("duplicates") or ()))
     if not policy.enabled:
         return TablePlan(**base, files_after=state.file_count,
                          skipped=(Skip("disabled", None, {}, "table policy has enabled: false"),))
@@ -88,14 +89,21 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
                              f"'{lb.column}' is not a partition column ({', '.join(state.partition_columns) or 'none'})")
     actions: list[Any] = []
     skips: list[Skip] = []
+    files = state.files
     eligible = forced = None
     if native_possible(engine, c.method):
         forced = _deletion_candidates(state)
     else:
         eligible, sk = _rewrite_eligibility(state)
         skips += sk
+    carriers = state.extra.get("duplicate_carriers") or ()
+    if carriers:  # the repair removes these: never plan them as inputs
+        keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
+        files = files.filter(keep)
+        eligible = eligible.filter(keep) if eligible is not None else None
+        forced = forced.filter(keep) if forced is not None else None
     if c.enabled:
-        acts, sk = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
+        acts, sk = plan_partitions(files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
                                    version=state.version, where=where, eligible=eligible, forced=forced)
         actions += acts
         skips += sk

@@ -1,0 +1,147 @@
+"""The post-commit watch: after compactor commits a rewrite, another writer that read the table before
+that commit can still commit its own rewrite of the same files later (delta-rs lets it), and then every
+row of those files is live twice. For a bounded window after each commit, a background thread reads the
+new commits of the table (only those: one small read per commit) and, as soon as one removes an input of
+compactor's commit again, repairs the table (formats: ``repair_duplicates``) and names the repair in that
+action's result.
+
+No sleep in the hot path: the thread polls while the table's later actions and the other tables run. The
+runner keeps the table's lease until the window has passed, and at the end of the run waits only for what
+is left of the windows (``finish``), then polls once more.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from compactor.formats.base import TableFormat
+from compactor.models.results import ActionResult
+
+log = logging.getLogger(__name__)
+
+#: how often the log is read while a window is open
+DEFAULT_POLL_S = 1.0
+
+
+@dataclass
+class _Watched:
+    version_before: int
+    version_after: int
+    inputs: frozenset[str]
+    deadline: float
+    result: ActionResult
+    #: the commits up to this version have been checked against ``inputs``
+    checked: int = -1
+
+
+@dataclass
+class TableWatch:
+    """Watches one table. ``lock`` serialises the watch's repairs with the runner's own actions."""
+
+    fmt: TableFormat
+    table: str
+    uri: str
+    storage_options: Mapping[str, str]
+    window_s: float
+    commit_metadata: Mapping[str, str]
+    poll_s: float = DEFAULT_POLL_S
+    progress: Callable[[str, dict[str, Any]], None] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._watched: list[_Watched] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._mutex = threading.Lock()
+
+    @staticmethod
+    def supported(fmt: TableFormat) -> bool:
+        return hasattr(fmt, "removals_after") and hasattr(fmt, "repair_duplicates")
+
+    @property
+    def deadline(self) -> float:
+        with self._mutex:
+            return max((w.deadline for w in self._watched), default=0.0)
+
+    @property
+    def active(self) -> bool:
+        return time.monotonic() < self.deadline
+
+    def add(self, version_before: int, version_after: int, inputs: Any, result: ActionResult) -> None:
+        """Watch the inputs of a commit at ``version_after`` (read at ``version_before``)."""
+        with self._mutex:
+            self._watched.append(_Watched(version_before, version_after, frozenset(inputs),
+                                          time.monotonic() + self.window_s, result, checked=version_after))
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name=f"watch-{self.table}", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+            if not self.active:
+                return
+
+    def poll(self) -> None:
+        """Read the commits since the last poll; repair when one removed a watched input again."""
+        with self._mutex:
+            watched = list(self._watched)
+        if not watched:
+            return
+        cursor = min(w.checked for w in watched)
+        try:
+            last, removed = self.fmt.removals_after(self.uri, self.storage_options, cursor)  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - a failed read is retried at the next poll
+            log.warning("%s: could not read new commits while watching: %s", self.table, e)
+            return
+        hits = []
+        for w in watched:
+            h = {p: max(vs) for p, vs in removed.items() if p in w.inputs and max(vs) > w.checked}
+            w.checked = max(w.checked, last)
+            if h:
+                hits.append((w, h))
+        if hits:
+            self._repair(hits)
+
+    def _repair(self, hits: list[tuple[_Watched, dict[str, int]]]) -> None:
+        start = min(w.version_before for w, _ in hits) + 1
+        versions = sorted({v for _, h in hits for v in h.values()})
+        log.warning("%s: version(s) %s removed files compactor had already rewritten: repairing", self.table, versions)
+        with self.lock:
+            try:
+                res = self.fmt.repair_duplicates(self.uri, self.storage_options, start=start,  # type: ignore[attr-defined]
+                                                 commit_metadata=self.commit_metadata)
+            except Exception as e:  # noqa: BLE001 - reported on the action and fails the run
+                msg = f"a concurrent rewrite (version(s) {versions}) duplicated rows and the repair failed: {e}"
+                self.errors.append(msg)
+                for w, _ in hits:
+                    w.result.status, w.result.error = "error", msg
+                return
+        if res.status == "clean":  # the files had been re-added in between (a repair): nothing doubled
+            return
+        info = {**res.to_dict(), "found_by": "watch", "conflicting_versions": versions}
+        self.repairs.append(info)
+        for w, h in hits:
+            w.result.details = {**w.result.details, "repaired_later": info}
+        if self.progress:
+            self.progress("repair", {"table": self.table, "repair": info})
+
+    def finish(self) -> None:
+        """Wait for what is left of the window, poll a last time, stop the thread."""
+        remaining = self.deadline - time.monotonic()
+        if remaining > 0:
+            self._stop.wait(remaining)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(60.0, self.poll_s * 4))
+        self.poll()
+
+    def stop(self) -> None:
+        self._stop.set()
