@@ -49,7 +49,8 @@ class DeltaFormat:
         from compactor.formats.delta.run import referenced_paths
         from compactor.runtime.journal import recover
 
-        return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s)
+        return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s,
+                       storage_options=storage_options)
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 from urllib.parse import unquote
 
-from compactor.runtime.paths import filesystem, join
+from compactor.runtime.paths import join
+from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
 
 @dataclass
@@ -58,14 +59,14 @@ def parse_commit(version: int, text: str) -> Commit:
 
 
 def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
-    """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up)."""
-    fs, path = filesystem(commit_path(uri, version), storage_options)
+    """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up). Any
+    other failure to read it (network, permissions) raises StorageError: "no commit" must mean exactly
+    that, or a re-check would miss a concurrent commit."""
     try:
-        with fs.open_input_stream(path) as f:
-            text = f.read().decode("utf-8")
-    except (FileNotFoundError, OSError):
+        data = storage_for(uri, storage_options).read_bytes(f"_delta_log/{version:020d}.json")
+    except ObjectNotFoundError:
         return None
-    return parse_commit(version, text)
+    return parse_commit(version, data.decode("utf-8"))
 
 
 def commits_after(uri: str, version: int, storage_options: Mapping[str, str] | None = None,

@@ -34,7 +34,8 @@ from compactor.planning.actions import (Action, RewriteAction, SetPropertiesActi
                                         ZOrderAction)
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime.journal import ActionJournal, folders_of
-from compactor.runtime.paths import filesystem, join
+from compactor.runtime.paths import join
+from compactor.runtime.storage import StorageError, storage_for
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,7 @@ def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -
     jobs, outputs, staging = _jobs(uri, action)
     marker = ctx.commit_metadata[MARKER]
     journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                            outputs=outputs, staging=staging)
+                            outputs=outputs, staging=staging, storage_options=so)
     with journal:
         try:
             written = engine.rewrite(jobs, schema)
@@ -208,18 +209,14 @@ def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: S
         return
     if landed:
         return
-    for rel in outputs:
-        fs, path = filesystem(join(uri, rel), storage_options)
-        try:
-            fs.delete_file(path)
-        except (FileNotFoundError, OSError):
-            pass
-    for rel in staging:
-        fs, path = filesystem(join(uri, rel), storage_options)
-        try:
-            fs.delete_dir(path)
-        except (FileNotFoundError, OSError):
-            pass
+    storage = storage_for(uri, storage_options)
+    try:
+        for rel in outputs:
+            storage.delete(rel)
+        for rel in staging:
+            storage.delete_prefix(rel)
+    except StorageError as e:  # the journal stays; the next run's recover deletes what is left
+        log.warning("%s: could not delete uncommitted outputs now: %s", uri, e)
 
 
 def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
@@ -259,7 +256,7 @@ def _z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
     marker = ctx.commit_metadata[MARKER]
     with ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                       folders=folders_of(action.input_paths)):
+                       folders=folders_of(action.input_paths), storage_options=so):
         metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
                                       target_size=action.target_file_size,
                                       commit_properties=CommitProperties(custom_metadata=dict(ctx.commit_metadata)))
