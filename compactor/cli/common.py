@@ -16,6 +16,7 @@ import yaml
 from compactor.project.model import ProjectOptions
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
+from compactor.runtime.storage import install_log_redaction, redact
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:
@@ -71,6 +72,7 @@ def handle_errors(f: Callable) -> Callable:
         debug = kwargs.get("debug", False)
         logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                             format="%(levelname)s %(name)s: %(message)s")
+        install_log_redaction()  # storage option values never reach a log line
         try:
             code = f(*args, **kwargs)
         except click.exceptions.Exit:
@@ -78,19 +80,19 @@ def handle_errors(f: Callable) -> Callable:
         except click.ClickException:
             raise
         except CompactorError as e:
-            click.echo(f"Error: {e.message}", err=True)
+            click.echo(f"Error: {redact(e.message)}", err=True)
             if e.hint:
-                click.echo(f"Hint: {e.hint}", err=True)
+                click.echo(f"Hint: {redact(e.hint)}", err=True)
             if debug:
-                traceback.print_exc()
+                click.echo(redact(traceback.format_exc()), err=True)
             sys.exit(getattr(e, "exit_code", exit_codes.USAGE))
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             sys.exit(130)
         except Exception as e:  # noqa: BLE001 - the last line of defence
             if debug:
-                traceback.print_exc()
-            click.echo(f"Internal error: {type(e).__name__}: {e}", err=True)
+                click.echo(redact(traceback.format_exc()), err=True)
+            click.echo(redact(f"Internal error: {type(e).__name__}: {e}"), err=True)
             click.echo("Run again with --debug for a traceback; please report it.", err=True)
             sys.exit(exit_codes.USAGE)
         sys.exit(code or 0)

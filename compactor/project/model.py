@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -9,6 +10,14 @@ from typing import Any, Literal, Mapping
 Engine = Literal["local", "spark"]
 
 REDACTED = "***"
+#: Spark settings whose values are credentials (fs.s3a.secret.key, fs.azure.account.key..., sas tokens)
+_SECRET_CONF = re.compile(r"secret|password|token|credential|sas|signature|(^|[._])(access[._])?key($|[._])",
+                          re.IGNORECASE)
+
+
+def _redacted_conf(conf: Mapping[str, str], storage_options: Mapping[str, str]) -> dict[str, str]:
+    secrets = {str(v) for v in storage_options.values() if len(str(v)) >= 8}
+    return {k: REDACTED if _SECRET_CONF.search(k) or str(v) in secrets else v for k, v in conf.items()}
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,7 @@ class Target:
             "profile": self.profile,
             "engine": self.engine,
             "spark": {"master": self.spark.master, "app_name": self.spark.app_name,
-                      "conf": dict(self.spark.conf), "delta_jars": self.spark.delta_jars,
+                      "conf": _redacted_conf(self.spark.conf, self.storage_options), "delta_jars": self.spark.delta_jars,
                       "packages": list(self.spark.packages)} if self.engine == "spark" else None,
             "storage_options": {k: REDACTED for k in self.storage_options},
         }

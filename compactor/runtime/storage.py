@@ -613,6 +613,26 @@ def redact(text: str) -> str:
     return _global_redactor(text) if text else text
 
 
+def redact_error(e: CompactorError) -> CompactorError:
+    """``e`` with storage option values redacted from its message and hint (in place; returned)."""
+    e.message = redact(e.message)
+    e.hint = redact(e.hint) if e.hint else e.hint
+    e.args = (e.message, *e.args[1:])
+    return e
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_text(e: BaseException | str, limit: int = 500) -> str:
+    """One line from an exception's text: Rust error chains (``outer\n  ↳ cause\n   ↳ cause``, as
+    delta-rs and obstore print them) joined with ``: ``, colour codes dropped, option values redacted."""
+    text = _ANSI.sub("", str(e))
+    parts = [ln.strip().lstrip("↳").strip() for ln in text.splitlines()]
+    line = ": ".join(p for p in parts if p) or type(e).__name__
+    return redact(line if len(line) <= limit else line[:limit] + "...")
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that renders a record's message and redacts storage option values from it."""
 

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from compactor.errors import TableReadError
 from compactor.formats.file_sink.log import list_log, source_entries_table
 from compactor.models.state import TableState
+from compactor.runtime.storage import register_secrets, storage_for
 
 #: upper bounds of the histogram buckets (bytes); the last bucket is open
 BUCKETS = (1 << 20, 8 << 20, 32 << 20, 128 << 20, 512 << 20)
@@ -96,14 +97,14 @@ def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
     return tuple(out)
 
 
-def _log_health(directory: Path, entries: int) -> LogHealth:
-    log = list_log(directory)
+def _log_health(directory: Path | str, entries: int, storage_options: Mapping[str, str] | None = None) -> LogHealth:
+    log = list_log(directory, storage_options)
     compacts = log.compacts
     growth = None
     if len(compacts) >= 2 and compacts[-1].batch > compacts[-2].batch:
         growth = (compacts[-1].size - compacts[-2].size) / (compacts[-1].batch - compacts[-2].batch)
     lc = log.latest_compact
-    return LogHealth(str(directory), len(log.files), log.latest_batch, lc.path.name if lc else None,
+    return LogHealth(str(directory), len(log.files), log.latest_batch, lc.name if lc else None,
                      log.compact_interval(), entries, lc.size if lc else 0, growth,
                      sum(1 for f in log.files if not f.compact), entries * BYTES_PER_ENTRY)
 
@@ -140,29 +141,37 @@ def _recommend(report_logs: list[LogHealth], policy: Mapping[str, Any], kind: st
 def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
                  policy: Mapping[str, Any] | None = None) -> InspectReport:
     """``policy`` (optional): sink settings to compare against (compact_interval, min_batches_to_retain,
-    retention, min_file_size)."""
-    root = Path(path)
+    retention, min_file_size). ``path``: a local path or an object-store URI (``storage_options`` reach it)."""
+    register_secrets(storage_options)
+    st = storage_for(path, storage_options)
     policy = dict(policy or {})
     small = int(policy.get("min_file_size") or SMALL_FILE_DEFAULT)
-    if (root / "_delta_log").is_dir() or "://" in path:
+
+    def sub(*parts: str) -> str:
+        return "/".join([str(path).rstrip("/"), *parts])
+
+    if st.is_dir("_delta_log"):
         from compactor.formats.delta.state import read_delta_state
 
         return _data_report(path, "delta", read_delta_state(path, storage_options), small, [], policy)
-    if (root / "_spark_metadata").is_dir():
+    if st.is_dir("_spark_metadata"):
         from compactor.formats.file_sink.state import read_sink_state
 
         state = read_sink_state(path, storage_options)
-        lh = _log_health(root / "_spark_metadata", int(state.extra.get("compact_entries", 0)))
+        lh = _log_health(sub("_spark_metadata"), int(state.extra.get("compact_entries", 0)), storage_options)
         return _data_report(path, "spark_file_sink", state, small, [lh], policy)
-    if (root / "offsets").is_dir() or (root / "commits").is_dir() or (root / "sources").is_dir():
+    _, dirs = st.list_dir("")
+    names = {d.rsplit("/", 1)[-1] for d in dirs}
+    if names & {"offsets", "commits", "sources"}:
         logs = []
-        src = root / "sources"
-        for d in sorted(src.iterdir()) if src.is_dir() else []:
-            if d.is_dir() and list_log(d).files:
-                logs.append(_log_health(d, source_entries_table(list_log(d)).num_rows))
-        for sub in ("offsets", "commits"):
-            if (root / sub).is_dir():
-                logs.append(_log_health(root / sub, 0))
+        for d in st.list_dir("sources")[1] if "sources" in names else []:
+            if st.list_dir(d)[0]:
+                mlog = list_log(sub(d), storage_options)
+                if mlog.files:
+                    logs.append(_log_health(sub(d), source_entries_table(mlog).num_rows, storage_options))
+        for s in ("offsets", "commits"):
+            if s in names:
+                logs.append(_log_health(sub(s), 0, storage_options))
         recs = _recommend([lh for lh in logs if "sources" in Path(lh.directory).parts], policy, "checkpoint", 0, 0)
         return InspectReport(path, "checkpoint", logs=tuple(logs), policy=policy, recommendations=tuple(recs))
     raise TableReadError(f"{path}: not a Delta table, a file-sink output (_spark_metadata) or a streaming "
