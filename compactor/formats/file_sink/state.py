@@ -58,6 +58,14 @@ def read_swaps(sink: SinkRoot) -> dict[str, dict]:
     return swaps if isinstance(swaps, dict) else {}
 
 
+def _same_etag(a: str | None, b: str | None) -> bool:
+    """ETags as a PUT answer and as a listing shows them may differ in quoting (Azure)."""
+    def norm(e: str) -> str:
+        return e.removeprefix("W/").strip('"')
+
+    return a is not None and b is not None and norm(a) == norm(b)
+
+
 def sink_log(sink: SinkRoot) -> MetadataLog:
     """The sink's metadata log, with the writer's mtimes restored for the .compact files compactor
     replaced on an object store (the writer guard reads log mtimes as writer activity: compactor's own
@@ -67,7 +75,8 @@ def sink_log(sink: SinkRoot) -> MetadataLog:
         swaps = read_swaps(sink)
         if swaps:
             log.files = [replace(lf, mtime_ms=int(swaps[lf.name]["mtime_ms"]))
-                         if lf.e_tag and swaps.get(lf.name, {}).get("e_tag") == lf.e_tag else lf for lf in log.files]
+                         if lf.e_tag and _same_etag(swaps.get(lf.name, {}).get("e_tag"), lf.e_tag) else lf
+                         for lf in log.files]
     return log
 
 
