@@ -23,7 +23,7 @@ from compactor.tasks.plan import build_plan
 
 from tests.objectstore.helpers import target
 
-QUIET = 2  # seconds: the writer guard's quiet period in these tests
+QUIET = 1  # seconds: the writer guard's quiet period in these tests
 
 
 def entry_uri(root, rel: str) -> str:
@@ -96,7 +96,7 @@ def test_compact_replace_manifest_and_delete_after_grace(store_root):
 
     report = inspect_path(uri, so)
     assert (report.kind, report.file_count, report.logs[0].latest_compact) == ("spark_file_sink", 14, "5.compact")
-    time.sleep(QUIET + 1)  # the "writer" has been quiet for the quiet period
+    time.sleep(QUIET + 1)  # the "writer" has been quiet for the quiet period (store mtimes: whole seconds)
     plan = sink_plan(uri, so)
     acts = plan.tables[0].actions
     assert [(a.type, a.input_files) for a in acts] == [("sink_compact", 6), ("sink_compact", 6)], plan.tables[0].skipped
