@@ -51,6 +51,34 @@ BARE_LOAD = textwrap.dedent("""
     assert t.num_rows > 0
 """)
 
+#: the plan comparison inside one warm process (imports and interpreter start excluded): what reading and
+#: planning a table on the store costs compactor beyond delta-rs' own load
+IN_PROCESS = textwrap.dedent("""
+    import datetime as dt, json, statistics, sys, time
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from compactor.formats.delta.state import read_delta_state
+    from compactor.policy.model import Compaction, TablePolicy, Triggers
+    from compactor.project.model import Target
+    from compactor.tasks.plan import build_plan
+    from compactor.tasks.plan_file import write_plan
+    uri, so, out, repeat = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    policy = TablePolicy(name="t", path=uri, compaction=Compaction(target_file_size=%d, min_file_size=%d,
+                                                                   triggers=Triggers(min_input_files=2)))
+    bare, ours = [], []
+    for i in range(repeat):
+        t0 = time.perf_counter()
+        pa.table(DeltaTable(uri, storage_options=so).get_add_actions(flatten=True))
+        bare.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        state = read_delta_state(uri, so)
+        plan = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc),
+                          target=Target(storage_options=so), project_name="bench")
+        write_plan(plan, out)
+        ours.append(time.perf_counter() - t0)
+    print(json.dumps({"bare": statistics.median(bare), "compactor": statistics.median(ours)}))
+""" % (TARGET, TARGET // 2))
+
 BARE_COMPACT = textwrap.dedent("""
     import json, sys
     from deltalake import DeltaTable
@@ -171,6 +199,10 @@ def main() -> None:
                                                "--out", str(plan_file)],
                             "bare load": [py, "-c", BARE_LOAD, uri, json.dumps(so)]}, args.repeat, env)
         rows = [("plan vs bare delta-rs load", plan_t["compactor plan"], plan_t["bare load"])]
+        r = subprocess.run([py, "-c", IN_PROCESS, uri, json.dumps(so), str(work / "plan-ip.json"),
+                            str(max(3, args.repeat))], capture_output=True, text=True, env=env, check=True)
+        ip = json.loads(r.stdout.strip().splitlines()[-1])
+        rows.append(("plan vs bare load, inside one warm process", [ip["compactor"]], [ip["bare"]]))
         if not args.skip_apply:
             print("apply vs bare optimize.compact", file=sys.stderr)
             subprocess.run([py, "-m", "compactor", "plan", "--project-dir", str(proj), "--out", str(plan_file)],

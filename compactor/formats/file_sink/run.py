@@ -209,7 +209,8 @@ def _replace_compact(sink: SinkRoot, lc_name: str | None, replaced: set[str], ne
     if written is None:
         raise StalePlanError(f"{lc_name} was changed by another writer during compaction; nothing was changed")
     # the writer guard reads log mtimes as writer activity: remember the writer's, for our own version
-    swaps = read_swaps(sink)
+    present = {lf.name for lf in mlog.files}
+    swaps = {k: v for k, v in read_swaps(sink).items() if k in present}  # the writer's cleanup removed the rest
     swaps[lc_name] = {"e_tag": written.e_tag, "mtime_ms": before.mtime_ms if before else now}
     sink.storage.write_bytes(SWAPS, json.dumps(swaps).encode())
     sink.storage.delete(f"{METADATA_DIR}/.{lc_name}.crc")
