@@ -112,3 +112,49 @@ def test_every_command_on_the_store_keeps_secrets_out(cloud, tmp_path: Path):
         leaks = [k for k, v in artifacts.items() if secret in v]
         assert not leaks, f"{name} leaked into {leaks}"
         assert secret not in text, f"{name} leaked into CLI output"
+
+
+def test_spark_credentials_in_the_profile_are_redacted_from_the_plan_target():
+    from compactor.project.model import SparkSettings, Target
+
+    secret = f"s3a-secret-{uuid.uuid4().hex}"
+    t = Target(engine="spark", storage_options={"AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "eu-west-1"},
+               spark=SparkSettings(conf={"spark.hadoop.fs.s3a.secret.key": secret,
+                                         "spark.hadoop.fs.s3a.access.key": "AKIA-something",
+                                         "spark.hadoop.fs.azure.account.key.acc.dfs.core.windows.net": "k",
+                                         "spark.hadoop.fs.s3a.some.option": secret,  # same value as an option
+                                         "spark.sql.shuffle.partitions": "8"}))
+    red = t.redacted()
+    assert secret not in json.dumps(red)
+    assert red["spark"]["conf"]["spark.sql.shuffle.partitions"] == "8"
+    assert set(red["spark"]["conf"].values()) == {"***", "8"}
+
+
+def test_log_lines_and_errors_are_redacted():
+    import io
+    import logging
+
+    from compactor.errors import TableReadError
+    from compactor.runtime.storage import RedactingFilter, error_text, redact_error, register_secrets
+
+    secret = f"key-{uuid.uuid4().hex}"
+    register_secrets({"AZURE_STORAGE_ACCOUNT_KEY": secret, "AZURE_ALLOW_HTTP": "true", "max_retries": "3"})
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("compactor.test-redaction")
+    logger.addHandler(handler)
+    try:
+        logger.warning("could not renew with %s", secret)
+        try:
+            raise ValueError(f"bad {secret}")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    assert secret not in stream.getvalue() and stream.getvalue().count("***") == 2
+    e = redact_error(TableReadError(f"x: {secret}", hint=f"check {secret}"))
+    assert secret not in str(e) and secret not in e.message and secret not in e.hint
+    # a Rust error chain becomes one line; booleans and small numbers are not treated as secrets
+    assert error_text(f"Generic error\n  \x1b[31m↳\x1b[0m failed to parse \"{secret}\"\n   ↳ true, 3") == \
+        'Generic error: failed to parse "***": true, 3'

@@ -187,3 +187,15 @@ def test_discover_lists_tables_under_a_prefix(store_root):
     assert discover_tables(store_root.child("lake/sales/orders"), storage_options=so) == ["."]
     with pytest.raises(TableReadError, match="does not exist"):
         discover_tables(store_root.child("nothing-here"), storage_options=so)
+
+
+def test_a_discover_policy_expands_to_the_tables_under_a_store_prefix(store_root, tmp_path):
+    from compactor.policy.model import Discover, TablePolicy
+    from compactor.tasks.plan import expand_policies
+
+    so = store_root.storage_options
+    for rel in ("a", "b/c"):
+        make_table(store_root.child(f"lake/{rel}"), so, partitions=1, appends=1, rows=2)
+    root = store_root.child("lake")
+    expanded = expand_policies([TablePolicy(name="lake", discover=Discover(root=root))], tmp_path, so)
+    assert [(p.name, p.path) for p in expanded] == [("lake/a", f"{root}/a"), ("lake/b/c", f"{root}/b/c")]
