@@ -199,3 +199,16 @@ def test_a_discover_policy_expands_to_the_tables_under_a_store_prefix(store_root
     root = store_root.child("lake")
     expanded = expand_policies([TablePolicy(name="lake", discover=Discover(root=root))], tmp_path, so)
     assert [(p.name, p.path) for p in expanded] == [("lake/a", f"{root}/a"), ("lake/b/c", f"{root}/b/c")]
+
+
+def test_abfss_uris_on_azure(azure_server):
+    """The ADLS Gen2 form of a URI names the same table as az://container/path."""
+    so = azure_server.storage_options
+    key = f"abfss-{time.time_ns()}/t"
+    uri = f"abfss://{azure_server.bucket}@devstoreaccount1.dfs.core.windows.net/{key}"
+    n = make_table(uri, so, partitions=1, appends=3)
+    run = apply_plan(plan_for(uri, so), target=target(so))
+    assert run.ok and run.results[0].files_removed == 3, [r.error for r in run.results]
+    exactly_once(uri, so, n)
+    exactly_once(azure_server.uri(key), so, n)  # the same table through az://
+    assert journals(uri, so) == [] and unreferenced(uri, so) == set()
