@@ -225,6 +225,10 @@ def main() -> None:
                   f"{', '.join(f'{x:.1f}' for x in ours)} / {', '.join(f'{x:.1f}' for x in raw)} |")
     finally:
         server.stop()
+        if "work" in locals():
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
