@@ -96,6 +96,21 @@ def inspect(path: str, *, storage_options: Mapping[str, str] | None = None) -> A
     return inspect_path(path, storage_options=storage_options)
 
 
+def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:
+    """The storage options of the selected profile target (for commands that take a bare path: inspect).
+    Without a compactor.yml in the project dir: none (delta-rs and the object store read the environment)."""
+    from compactor.errors import PolicyError
+    from compactor.project.loader import PROJECT_FILE, load_project, load_target
+
+    if not (Path(options.project_dir) / PROJECT_FILE).is_file():
+        return {}
+    project, _ = load_project(Path(options.project_dir), options.vars)
+    target, diags = load_target(project, options.profiles_dir, options.target)
+    if any(d.severity == "error" for d in diags):
+        raise PolicyError("profiles.yml is invalid: run `compactor validate`", diags)
+    return target.storage_options
+
+
 def init(directory: Path) -> list[Path]:
     """Scaffold a new project; returns the files written."""
     from compactor.project.scaffold import init_project

@@ -16,6 +16,7 @@ import yaml
 from compactor.project.model import ProjectOptions
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
+from compactor.runtime.storage import install_log_redaction, redact
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:
@@ -137,6 +138,7 @@ def handle_errors(f: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         _configure_logging(debug)
+        install_log_redaction()  # storage option values never reach a log line
         try:
             code = f(*args, **kwargs)
         except click.exceptions.Exit:
@@ -144,11 +146,11 @@ def handle_errors(f: Callable) -> Callable:
         except click.ClickException:
             raise
         except CompactorError as e:
-            click.echo(f"Error: {e.message}", err=True)
+            click.echo(f"Error: {redact(e.message)}", err=True)
             if e.hint:
-                click.echo(f"Hint: {e.hint}", err=True)
+                click.echo(f"Hint: {redact(e.hint)}", err=True)
             if debug:
-                traceback.print_exc()
+                click.echo(redact(traceback.format_exc()), err=True)
             sys.exit(getattr(e, "exit_code", exit_codes.USAGE))
         except OSError as e:
             if debug:
@@ -165,8 +167,8 @@ def handle_errors(f: Callable) -> Callable:
             sys.exit(130)
         except Exception as e:  # noqa: BLE001 - the last line of defence
             if debug:
-                traceback.print_exc()
-            click.echo(f"Internal error: {type(e).__name__}: {e}", err=True)
+                click.echo(redact(traceback.format_exc()), err=True)
+            click.echo(redact(f"Internal error: {type(e).__name__}: {e}"), err=True)
             click.echo("Run again with --debug for a traceback; please report it.", err=True)
             sys.exit(exit_codes.USAGE)
         sys.exit(code or 0)

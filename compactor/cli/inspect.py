@@ -35,9 +35,14 @@ def _policy_settings(project_dir: Path, table: str) -> dict:
 @click.option("--table", default=None, help="Table name in --policy-project.")
 @click.option("--horizon", type=click.IntRange(min=1), default=None,
               help="Delta: how many of the newest commits to scan for duplicate rewrites (default 1000).")
+@click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
+              help="Project whose profile target gives the storage options for an s3://, az://, gs:// PATH.")
+@click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory with profiles.yml (default: project dir, then ~/.compactor).")
+@click.option("--target", "-t", "target_name", default=None, help="Profile target (default: the profile's target).")
 @debug_option
 @handle_errors
-def command(path, fmt, policy_project, table, horizon, debug) -> int:
+def command(path, fmt, policy_project, table, horizon, project_dir, profiles_dir, target_name, debug) -> int:
     """Health report: files and size histogram per partition, small-file share, manifest/log growth, and
     for Delta tables duplicate rewrites in the log (rows live twice) and auto-compaction warnings."""
     from compactor.tasks.inspect import inspect_path
@@ -47,7 +52,14 @@ def command(path, fmt, policy_project, table, horizon, debug) -> int:
     if (policy_project is None) != (table is None):
         raise UsageError("--policy-project and --table go together (the policy of TABLE in that project)")
     policy = _policy_settings(policy_project, table) if policy_project and table else None
-    report = inspect_path(path, policy=policy, horizon=horizon)
+    storage_options = {}
+    if "://" in path and not path.startswith("file:"):
+        from compactor import api
+        from compactor.project.model import ProjectOptions
+
+        storage_options = api.target_storage_options(ProjectOptions(project_dir=project_dir, profiles_dir=profiles_dir,
+                                                                    target=target_name))
+    report = inspect_path(path, storage_options, policy=policy, horizon=horizon)
     if fmt == "json":
         echo_json(report.to_dict())
     else:

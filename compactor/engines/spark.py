@@ -22,7 +22,7 @@ from compactor.engines.base import BinJob, WrittenFile
 from compactor.engines.parquet_stats import check_written_schema, footer_rows, footer_stats
 from compactor.errors import ApplyError
 from compactor.project.model import Target
-from compactor.runtime.paths import filesystem
+from compactor.runtime.paths import filesystem, hadoop_uri
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +66,7 @@ class SparkEngine:
         self.storage_options = dict(target.storage_options)
         self._spark: Any = None
         self._owns_session = False
+        self._s3_native: bool | None = None
 
     @property
     def spark(self) -> Any:
@@ -119,13 +120,38 @@ class SparkEngine:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spark-bin") as pool:
             return list(pool.map(lambda j: self._rewrite_bin(j, schema, spark_schema), jobs))
 
+    def hadoop_path(self, uri: str) -> str:
+        """``uri`` as this session's Hadoop reaches it: ``s3://`` becomes ``s3a://`` unless the session
+        has a filesystem for ``s3`` (EMR, Databricks); compactor itself reads both through its storage."""
+        if not uri.startswith("s3://"):
+            return uri
+        if self._s3_native is None:
+            try:
+                self._s3_native = self.spark._jsc.hadoopConfiguration().get("fs.s3.impl") is not None
+            except Exception:  # noqa: BLE001 - py4j errors: assume open-source Hadoop
+                self._s3_native = False
+        return uri if self._s3_native else hadoop_uri(uri)
+
+    def native_commits_safe(self, uri: str) -> bool:
+        """Whether delta-spark commits to ``uri`` safely against concurrent writers. Not on S3 with
+        open-source delta-spark's default log store (S3SingleDriverLogStore: mutual exclusion only inside
+        one JVM), unless the session configures a log store (e.g. S3DynamoDBLogStore) or runs on
+        Databricks; compactor then rewrites and commits through delta-rs, whose commits are
+        create-if-absent PUTs."""
+        if not uri.startswith(("s3://", "s3a://", "s3n://")):
+            return True
+        conf = self.spark.conf
+        keys = ("spark.delta.logStore.s3.impl", "spark.delta.logStore.s3a.impl", "spark.delta.logStore.class",
+                "spark.databricks.clusterUsageTags.clusterId")
+        return any(conf.get(k, None) for k in keys)
+
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
         fs, out = filesystem(job.output, self.storage_options)
         rows_in = footer_rows(job.inputs, self.storage_options)
-        df = self.spark.read.schema(spark_schema).parquet(*job.inputs).coalesce(1)
+        df = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in job.inputs)).coalesce(1)
         if job.sort_by:
             df = df.sortWithinPartitions(*job.sort_by)
-        df.write.mode("errorifexists").parquet(job.staging)
+        df.write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
         _, staging = filesystem(job.staging, self.storage_options)
         outputs = [i.path for i in fs.get_file_info(pafs.FileSelector(staging))
                    if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")

@@ -1,4 +1,5 @@
-"""Find Delta tables (dirs with _delta_log) and file-sink outputs (dirs with _spark_metadata) under a root."""
+"""Find Delta tables (dirs with _delta_log) and file-sink outputs (dirs with _spark_metadata) under a root:
+a local directory or an object-store prefix (listed folder by folder, one delimiter listing each)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,22 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from compactor.errors import TableReadError
-from compactor.runtime.paths import is_uri
+from compactor.runtime.paths import is_remote, local_path
+from compactor.runtime.storage import storage_for
+
+#: an object-store walk stops after listing this many folders (a prefix holding a whole data lake)
+MAX_REMOTE_FOLDERS = 100_000
 
 MARKERS = {"delta": "_delta_log", "spark_file_sink": "_spark_metadata"}
 
 
 def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequence[str] = (),
                     storage_options: Mapping[str, str] | None = None, *, fmt: str = "delta") -> list[str]:
-    """Relative paths (posix) of tables below root, filtered by include/exclude globs.
-
-    storage_options are accepted for object stores, which are not listed yet (a clear error says so)."""
-    if is_uri(root):
-        raise TableReadError(f"discover on object stores is not supported yet: {root}",
-                             hint="list the tables with `path:` instead")
-    base = Path(root)
+    """Relative paths (posix) of tables below root, filtered by include/exclude globs. ``root`` may be an
+    object-store URI (``storage_options`` reach it); a table's sub-folders are never listed."""
+    if is_remote(root):
+        return _discover_remote(root, include, exclude, storage_options, MARKERS[fmt])
+    base = Path(local_path(root))
     if not base.is_dir():
         raise TableReadError(f"discover root does not exist: {root}")
     marker = MARKERS[fmt]
@@ -40,3 +43,27 @@ def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequen
 
 def _glob_any(rel: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) or (p == "**") for p in patterns)
+
+
+def _discover_remote(root: str, include: Sequence[str], exclude: Sequence[str],
+                     storage_options: Mapping[str, str] | None, marker: str) -> list[str]:
+    storage = storage_for(root, storage_options)
+    found: list[str] = []
+    queue = [""]
+    listed = 0
+    while queue:
+        folder = queue.pop()
+        listed += 1
+        if listed > MAX_REMOTE_FOLDERS:
+            raise TableReadError(f"discover under {root}: more than {MAX_REMOTE_FOLDERS} folders; narrow the root")
+        objects, dirs = storage.list_dir(folder)
+        if listed == 1 and not objects and not dirs:
+            raise TableReadError(f"discover root does not exist (nothing under it): {root}")
+        names = {d.rsplit("/", 1)[-1]: d for d in dirs}
+        if marker in names:
+            rel = folder or "."
+            if _glob_any(rel, include) and not _glob_any(rel, exclude):
+                found.append(rel)
+            continue  # a table's sub-folders are partitions, not tables
+        queue.extend(d for n, d in sorted(names.items(), reverse=True) if not n.startswith(("_", ".")))
+    return sorted(found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping
@@ -12,6 +13,14 @@ REDACTED = "***"
 #: seconds apply keeps watching a table's log after committing (formats repair a later commit that
 #: removes the same files again); profile key ``watch_window``, environment COMPACTOR_WATCH_WINDOW
 DEFAULT_WATCH_WINDOW_S = 180.0
+#: Spark settings whose values are credentials (fs.s3a.secret.key, fs.azure.account.key..., sas tokens)
+_SECRET_CONF = re.compile(r"secret|password|token|credential|sas|signature|(^|[._])(access[._])?key($|[._])",
+                          re.IGNORECASE)
+
+
+def _redacted_conf(conf: Mapping[str, str], storage_options: Mapping[str, str]) -> dict[str, str]:
+    secrets = {str(v) for v in storage_options.values() if len(str(v)) >= 8}
+    return {k: REDACTED if _SECRET_CONF.search(k) or str(v) in secrets else v for k, v in conf.items()}
 
 
 @dataclass(frozen=True)
@@ -48,7 +57,7 @@ class Target:
             "profile": self.profile,
             "engine": self.engine,
             "spark": {"master": self.spark.master, "app_name": self.spark.app_name,
-                      "conf": dict(self.spark.conf), "delta_jars": self.spark.delta_jars,
+                      "conf": _redacted_conf(self.spark.conf, self.storage_options), "delta_jars": self.spark.delta_jars,
                       "packages": list(self.spark.packages)} if self.engine == "spark" else None,
             "storage_options": {k: REDACTED for k in self.storage_options},
         }

@@ -16,7 +16,14 @@ action ends normally; when it fails, ``ended_at`` is set and the entry is kept f
 references: named outputs that no commit since the entry's read version references and that are not
 live; staging folders; and, in ``folders``, files written inside the entry's window, by delta-rs (footer
 ``created_by``) or torn, and older than a grace period, so that an appender writing into the same
-folder, whose commit may still be pending, is given time to commit. Local tables only for now.
+folder, whose commit may still be pending, is given time to commit.
+
+Everything goes through ``runtime.storage.Storage`` with the table's storage options, so the same rules
+hold on local disk, S3, Azure and GCS. Differences on object stores: an entry is replaced by one PUT (a
+reader sees the old or the new entry, never a mix); object mtimes are whole seconds stamped by the
+store's clock, so the folder rule's window gets a wider slack there; and a run on another host cannot be
+checked by pid, so an entry whose heartbeat is older than ``STALE_HEARTBEAT_S`` is taken as dead (the
+clocks of the hosts must agree to well within that, as for the lease).
 """
 
 from __future__ import annotations
@@ -24,25 +31,30 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import socket
 import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable, Mapping
 
 from compactor.runtime.lease import pid_alive
 from compactor.runtime.paths import is_remote, local_path
+from compactor.runtime.storage import ObjectNotFoundError, Storage, StorageError, storage_for
 
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "journal"
+JOURNAL_PREFIX = f"_compactor/{JOURNAL_DIR}"
 HEARTBEAT_S = 1.0
+#: an entry of another host whose heartbeat is older than this belongs to a dead run
+STALE_HEARTBEAT_S = 10 * HEARTBEAT_S
 #: files younger than this are never deleted by the folder rule: an appender may not have committed yet
 DEFAULT_ORPHAN_GRACE_S = 3600.0
 #: filesystem mtime granularity and clock slack around the journal window
 _SLACK_S = 2.0
+#: object stores: mtimes are whole seconds from the store's clock, which may differ from ours
+_SLACK_REMOTE_S = 30.0
 
 
 @dataclass
@@ -71,19 +83,22 @@ class JournalEntry:
             return False
         if self.host == socket.gethostname():
             return pid_alive(self.pid) and self.pid != os.getpid()
-        return now - self.heartbeat_at < 10 * HEARTBEAT_S
+        return now - self.heartbeat_at < STALE_HEARTBEAT_S
 
 
 def journal_dir(table_uri: str) -> Path:
+    """The journal folder of a local table (object stores: ``JOURNAL_PREFIX`` under the table root)."""
     return Path(local_path(table_uri)) / "_compactor" / JOURNAL_DIR
 
 
-def _write(path: Path, entry: JournalEntry) -> None:
-    # no fsync: a killed process's writes survive in the page cache; only a power loss can lose an
-    # entry, and then the files it named are merely left for VACUUM (fsync cost 7 ms per action)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(asdict(entry)), encoding="utf-8")
-    os.replace(tmp, path)
+def _entry_path(action: str) -> str:
+    return f"{JOURNAL_PREFIX}/{action.replace(':', '-').replace('/', '_')}.json"
+
+
+def _write(storage: Storage, path: str, entry: JournalEntry) -> None:
+    # no fsync on local disk: a killed process's writes survive in the page cache; only a power loss can
+    # lose an entry, and then the files it named are merely left for VACUUM (fsync cost 7 ms per action)
+    storage.write_bytes(path, json.dumps(asdict(entry)).encode())
 
 
 def folders_of(paths: Iterable[str]) -> list[str]:
@@ -91,125 +106,139 @@ def folders_of(paths: Iterable[str]) -> list[str]:
 
 
 class ActionJournal:
-    """Context manager around one rewrite action (a no-op on object stores for now)."""
+    """Context manager around one rewrite action: the entry is on storage before the engine writes."""
 
     def __init__(self, table_uri: str, run_id: str, action: str, read_version: int | None, *,
-                 outputs: Collection[str] = (), staging: Collection[str] = (), folders: Collection[str] = ()) -> None:
-        self.enabled = not is_remote(table_uri)
+                 outputs: Collection[str] = (), staging: Collection[str] = (), folders: Collection[str] = (),
+                 storage_options: Mapping[str, Any] | None = None) -> None:
+        self.storage = storage_for(table_uri, storage_options)
         self.entry = JournalEntry(run_id, action, table_uri, read_version, list(outputs), list(staging),
                                   list(folders))
-        self.path = journal_dir(table_uri) / f"{action.replace(':', '-').replace('/', '_')}.json"
+        self.path = _entry_path(action)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def __enter__(self) -> "ActionJournal":
-        if self.enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            _write(self.path, self.entry)  # on disk before the engine writes a single file
-            self._thread = threading.Thread(target=self._beat, daemon=True, name="journal-heartbeat")
-            self._thread.start()
+        _write(self.storage, self.path, self.entry)  # on storage before the engine writes a single file
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="journal-heartbeat")
+        self._thread.start()
         return self
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
-            self.entry.heartbeat_at = time.time()
-            try:
-                _write(self.path, self.entry)
-            except OSError as e:
-                log.warning("journal heartbeat failed: %s", e)
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self.entry.heartbeat_at = time.time()
+                try:
+                    _write(self.storage, self.path, self.entry)
+                except (OSError, StorageError) as e:
+                    log.warning("journal heartbeat failed: %s", e)
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
-        if not self.enabled:
-            return
-        self._stop.set()
+        with self._lock:
+            self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         if exc_type is None:
-            self.path.unlink(missing_ok=True)
+            try:
+                self.storage.delete(self.path)
+            except StorageError as e:  # the action succeeded; the next run's recover removes the entry
+                log.warning("could not delete the journal entry: %s", e)
         else:
             # the action failed: files it wrote may be uncommitted; keep the entry for recover()
             self.entry.ended_at = time.time()
-            _write(self.path, self.entry)
+            try:
+                _write(self.storage, self.path, self.entry)
+            except StorageError as e:  # the entry as last written stays; recover() judges it by heartbeat
+                log.warning("could not mark the journal entry ended: %s", e)
 
 
-def _written_by_delta_rs(path: Path) -> bool:
+def _written_by_delta_rs(storage: Storage, rel: str) -> bool:
     """delta-rs stamps ``created_by = "delta-rs version py-1.6.6"`` (older builds: ``parquet-rs``);
     Spark writes ``parquet-mr``. A file without a readable footer is a torn write: no commit can ever
     validly reference it, and once older than the grace period nobody is still writing it."""
     import pyarrow.parquet as pq
 
+    fs, root = storage.pyarrow_fs()
     try:
-        created_by = pq.ParquetFile(path).metadata.created_by or ""
+        created_by = pq.ParquetFile(f"{root}/{rel}", filesystem=fs).metadata.created_by or ""
     except Exception:  # noqa: BLE001 - pyarrow raises several types for truncated files
+        if not storage.exists(rel):
+            return False  # gone meanwhile: nothing to delete
         return True
     return created_by.startswith(("delta-rs", "parquet-rs"))
 
 
 def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]], *,
-            grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None) -> list[str]:
+            grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
+            storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Delete what dead runs left (module docstring). ``referenced(read_version)``: every path live now
     or named by a commit after ``read_version`` (the format knows how to read its log). Returns deleted
     paths (relative to the table root). Call while holding the table lease."""
-    if is_remote(table_uri):
-        return []
-    jdir = journal_dir(table_uri)
-    if not jdir.is_dir():
-        return []
+    storage = storage_for(table_uri, storage_options)
     now = time.time() if now is None else now
-    root = Path(local_path(table_uri))
+    listed = storage.list_dir(JOURNAL_PREFIX)[0]
+    for o in listed:  # temp files of entry writes a kill interrupted (local disk)
+        if os.path.basename(o.path).startswith(".") and o.path.endswith(".tmp") and now - o.mtime > 60:
+            storage.delete(o.path)
+    jfiles = [o.path for o in listed if o.path.endswith(".json") and not os.path.basename(o.path).startswith(".")]
+    if not jfiles:
+        return []
+    slack = _SLACK_REMOTE_S if is_remote(table_uri) else _SLACK_S
     deleted: list[str] = []
-    for jfile in sorted(jdir.glob("*.json")):
+    for jfile in jfiles:
         try:
-            entry = JournalEntry(**json.loads(jfile.read_text(encoding="utf-8")))
-        except (ValueError, TypeError, OSError) as e:
+            entry = JournalEntry(**json.loads(storage.read_bytes(jfile)))
+        except ObjectNotFoundError:
+            continue
+        except (ValueError, TypeError) as e:
             log.warning("ignoring unreadable journal entry %s: %s", jfile, e)
             continue
         if entry.running(now):
             continue
         refs = referenced(entry.read_version)
         for rel in entry.outputs:
-            f = root / rel
-            if rel not in refs and f.is_file():
-                f.unlink(missing_ok=True)
+            if rel not in refs and storage.exists(rel):
+                storage.delete(rel)
                 deleted.append(rel)
         for rel in entry.staging:
-            shutil.rmtree(root / rel, ignore_errors=True)
-        waiting = _recover_folders(root, entry, refs, grace_s, now, deleted)
+            storage.delete_prefix(rel)
+        waiting = _recover_folders(storage, entry, refs, grace_s, now, slack, deleted)
         if not waiting:
-            jfile.unlink(missing_ok=True)
+            storage.delete(jfile)
     if deleted:
         log.warning("%s: deleted %d uncommitted file(s) left by interrupted compactor runs", table_uri,
                     len(deleted))
     return deleted
 
 
-def _recover_folders(root: Path, entry: JournalEntry, refs: Collection[str], grace_s: float, now: float,
-                     deleted: list[str]) -> bool:
+def _recover_folders(storage: Storage, entry: JournalEntry, refs: Collection[str], grace_s: float, now: float,
+                     slack: float, deleted: list[str]) -> bool:
     """The folder rule for engine-named outputs; True while some candidate is still inside the grace period."""
     waiting = False
-    lo, hi = entry.started_at - _SLACK_S, entry.window_end() + _SLACK_S
+    lo, hi = entry.started_at - slack, entry.window_end() + slack
     for folder in entry.folders:
-        fdir = root / folder
-        if not fdir.is_dir():
-            continue
-        for f in fdir.iterdir():
-            rel = f"{folder}/{f.name}" if folder else f.name
-            if not f.is_file() or f.name.startswith(("_", ".")) or not f.name.endswith(".parquet"):
+        for obj in storage.list_dir(folder)[0]:
+            rel = obj.path
+            name = os.path.basename(rel)
+            if name.startswith(("_", ".")) or not name.endswith(".parquet"):
                 continue
             if rel in refs:
                 continue
-            mtime = f.stat().st_mtime
-            if not lo <= mtime <= hi or not _written_by_delta_rs(f):
+            if not lo <= obj.mtime <= hi or not _written_by_delta_rs(storage, rel):
                 continue
-            if now - mtime < grace_s:
+            if now - obj.mtime < grace_s:
                 waiting = True
                 continue
-            f.unlink(missing_ok=True)
+            storage.delete(rel)
             deleted.append(rel)
     return waiting
 
 
-def pending_journals(table_uri: str) -> list[str]:
+def pending_journals(table_uri: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Names of journal entries left behind (killed or failed runs)."""
-    jdir = journal_dir(table_uri)
-    return sorted(p.stem for p in jdir.glob("*.json")) if jdir.is_dir() else []
+    objs = storage_for(table_uri, storage_options).list_dir(JOURNAL_PREFIX)[0]
+    return sorted(os.path.basename(o.path)[:-5] for o in objs if o.path.endswith(".json")
+                  and not os.path.basename(o.path).startswith("."))

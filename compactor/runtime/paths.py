@@ -30,11 +30,28 @@ def join(root: str, rel: str) -> str:
     return f"{root.rstrip('/')}/{rel}" if rel else root.rstrip("/")
 
 
-def filesystem(location: str, storage_options: Mapping[str, str] | None = None) -> tuple[Any, str]:
-    """A pyarrow filesystem and the path inside it for one file or folder location."""
-    import pyarrow.fs as pafs
+_LOCAL_FS: Any = None
 
+
+def filesystem(location: str, storage_options: Mapping[str, str] | None = None) -> tuple[Any, str]:
+    """A pyarrow filesystem and the path inside it for one file or folder location. Object stores: the
+    filesystem ``runtime.storage.Storage`` builds from ``storage_options`` (endpoint, credentials,
+    region...), one per bucket/container and options, shared by every caller."""
+    global _LOCAL_FS
     if not is_remote(location):
-        return pafs.LocalFileSystem(), local_path(location)
-    fs, path = pafs.FileSystem.from_uri(location)
-    return fs, path
+        if _LOCAL_FS is None:
+            import pyarrow.fs as pafs
+
+            _LOCAL_FS = pafs.LocalFileSystem()
+        return _LOCAL_FS, local_path(location)
+    from compactor.runtime.storage import locate
+
+    storage, rel = locate(location, storage_options)
+    fs, root = storage.pyarrow_fs()
+    return fs, f"{root}/{rel}" if rel else root
+
+
+def hadoop_uri(uri: str) -> str:
+    """The URI Hadoop (Spark) knows for ``uri``: ``s3://`` -> ``s3a://`` (open-source Hadoop registers no
+    ``s3`` filesystem; the S3A connector serves both). Other locations are returned unchanged."""
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri

@@ -30,6 +30,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from compactor.errors import CompactorError
 
@@ -138,6 +139,8 @@ class Storage:
     def __init__(self, uri: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.storage_options = dict(storage_options or {})
         self._redact = _Redactor(self.storage_options.values())
+        self._pyarrow: tuple[pyarrow.fs.FileSystem, str] | None = None
+        register_secrets(self.storage_options)
         parts = urlsplit(uri)
         scheme = parts.scheme.lower()
         if scheme in ("", "file") or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):  # plain path / C:\
@@ -217,6 +220,9 @@ class Storage:
     # ------------------------------------------------------------------ reads
 
     def read_bytes(self, path: str) -> bytes:
+        if self._store is None:
+            with self._errors("read", path):
+                return self._local(path).read_bytes()
         return self.read_versioned(path)[0]
 
     def read_versioned(self, path: str) -> tuple[bytes, ObjectVersion]:
@@ -266,6 +272,43 @@ class Storage:
             out = [ObjectInfo(m["path"], m["size"], m["last_modified"].timestamp(), m.get("e_tag"))
                    for batch in obstore.list(self._store, prefix.strip("/") or None) for m in batch]
             return sorted(out, key=lambda o: o.path)
+
+    def list_dir(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
+        """The objects directly under the folder ``prefix`` and its sub-folders (relative paths, sorted):
+        one listing request with a delimiter on object stores, never a recursive walk."""
+        prefix = prefix.strip("/")
+        with self._errors("list", prefix):
+            if self._store is None:
+                base = self._local(prefix)
+                objects, dirs = [], []
+                try:
+                    entries = list(os.scandir(base))
+                except (FileNotFoundError, NotADirectoryError):
+                    return [], []
+                for e in entries:
+                    rel = f"{prefix}/{e.name}" if prefix else e.name
+                    try:
+                        if e.is_dir():
+                            dirs.append(rel)
+                        elif e.is_file():
+                            st = e.stat()
+                            objects.append(ObjectInfo(rel, st.st_size, st.st_mtime))
+                    except FileNotFoundError:  # deleted while listing
+                        continue
+                return sorted(objects, key=lambda o: o.path), sorted(dirs)
+            import obstore
+
+            r = obstore.list_with_delimiter(self._store, prefix or None)
+            objects = [ObjectInfo(m["path"], m["size"], m["last_modified"].timestamp(), m.get("e_tag"))
+                       for m in r["objects"]]
+            return sorted(objects, key=lambda o: o.path), sorted(d.rstrip("/") for d in r["common_prefixes"])
+
+    def is_dir(self, prefix: str) -> bool:
+        """True when some object lies under the folder ``prefix`` (a local directory exists)."""
+        if self._store is None:
+            return self._local(prefix).is_dir()
+        objects, dirs = self.list_dir(prefix)
+        return bool(objects or dirs)
 
     # ------------------------------------------------------------------ writes
 
@@ -320,6 +363,10 @@ class Storage:
 
     def put_if_match(self, path: str, data: bytes, version: ObjectVersion) -> bool:
         """Replace ``path`` only if it is still at ``version``; False if it changed or is gone."""
+        return self.replace_if_match(path, data, version) is not None
+
+    def replace_if_match(self, path: str, data: bytes, version: ObjectVersion) -> ObjectVersion | None:
+        """``put_if_match`` that returns the version just written (None when nothing was written)."""
         with self._errors("conditional put", path):
             if self._store is None:
                 p = self._local(path)
@@ -327,15 +374,15 @@ class Storage:
                     try:
                         current = hashlib.sha256(p.read_bytes()).hexdigest()
                     except FileNotFoundError:
-                        return False
+                        return None
                     if current != version.e_tag:
-                        return False
+                        return None
                     tmp = self._write_tmp(p, data)
                     try:
                         os.replace(tmp, p)
                     finally:
                         tmp.unlink(missing_ok=True)
-                    return True
+                    return ObjectVersion(hashlib.sha256(data).hexdigest())
             import obstore
             from obstore.exceptions import PreconditionError
 
@@ -347,10 +394,10 @@ class Storage:
             if not mode:
                 raise StorageError(f"{self.uri}: {path!r} has no version token; conditional put impossible")
             try:
-                obstore.put(self._store, path, data, mode=mode)  # type: ignore[arg-type]
-                return True
+                r = obstore.put(self._store, path, data, mode=mode)  # type: ignore[arg-type]
             except (PreconditionError, FileNotFoundError):  # obstore raises the builtin for a 404
-                return False
+                return None
+            return ObjectVersion(r.get("e_tag"), r.get("version"))
 
     def delete_if_match(self, path: str, version: ObjectVersion) -> bool | None:
         """Delete ``path`` only if it is still at ``version``: True if deleted, False if it changed or is
@@ -387,6 +434,30 @@ class Storage:
             except FileNotFoundError:  # Azure answers 404 for a missing blob; S3 does not tell
                 if not missing_ok:
                     raise
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under the folder ``prefix`` (a local directory tree); returns how many."""
+        prefix = prefix.strip("/")
+        if not prefix:
+            raise StorageError(f"{self.uri}: refusing to delete everything under the root")
+        with self._errors("delete folder", prefix):
+            if self._store is None:
+                d = self._local(prefix)
+                if not d.is_dir():
+                    return 0
+                n = sum(len(files) for _, _, files in os.walk(d))
+                shutil.rmtree(d, ignore_errors=True)
+                return n
+            import obstore
+
+            paths = [m["path"] for batch in obstore.list(self._store, prefix) for m in batch]
+            for i in range(0, len(paths), 1000):
+                try:
+                    obstore.delete(self._store, paths[i:i + 1000])
+                except FileNotFoundError:  # Azure: deleted concurrently
+                    for q in paths[i:i + 1000]:
+                        self.delete(q)
+            return len(paths)
 
     def copy(self, src: str, dst: str, *, overwrite: bool = True) -> bool:
         """Copy ``src`` to ``dst``; with ``overwrite=False`` atomically only if ``dst`` is absent (False if
@@ -448,6 +519,11 @@ class Storage:
 
     def pyarrow_fs(self) -> tuple[pyarrow.fs.FileSystem, str]:
         """A pyarrow filesystem and the root path on it (``pq.read_table(f"{root}/{path}", filesystem=fs)``)."""
+        if self._pyarrow is None:
+            self._pyarrow = self._make_pyarrow_fs()
+        return self._pyarrow
+
+    def _make_pyarrow_fs(self) -> tuple[pyarrow.fs.FileSystem, str]:
         import pyarrow.fs as pafs
 
         with self._errors("pyarrow filesystem", ""):
@@ -486,6 +562,117 @@ class Storage:
                 return fs, f"{container}{parts.path}".rstrip("/")
             fs = pafs.GcsFileSystem()
             return fs, f"{parts.netloc}{parts.path}".rstrip("/")
+
+
+# ---------------------------------------------------------------------- shared instances
+
+_CACHE: dict[tuple[str, tuple[tuple[str, str], ...]], Storage] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 256
+
+
+def storage_for(uri: str, storage_options: Mapping[str, Any] | None = None) -> Storage:
+    """One shared ``Storage`` per (root URI, storage options): an object store's HTTP client, its
+    connection pool and its pyarrow filesystem are built once per process, not per call."""
+    key = (uri.rstrip("/") or uri, tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items())))
+    with _CACHE_LOCK:
+        st = _CACHE.get(key)
+    if st is not None:
+        return st
+    st = Storage(uri, storage_options)
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        return _CACHE.setdefault(key, st)
+
+
+def locate(location: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str]:
+    """The shared Storage of the bucket/container (object stores) or of ``/`` (local disk) that holds
+    ``location``, and the path of ``location`` relative to it. Object-store paths are taken literally
+    (Delta paths are logical: a ``%`` in them is a ``%`` in the key); ``file://`` URIs are decoded."""
+    parts = urlsplit(location)
+    scheme = parts.scheme.lower()
+    if scheme in SCHEMES:
+        path = location.split("?", 1)[0][len(scheme) + 3 + len(parts.netloc):]
+        return storage_for(f"{scheme}://{parts.netloc}", storage_options), path.strip("/")
+    path = unquote(parts.path) if scheme == "file" else location
+    p = Path(path).expanduser().absolute()
+    return storage_for(p.anchor or "/"), p.as_posix()[len(p.anchor or "/"):]
+
+
+# ---------------------------------------------------------------------- redaction everywhere
+
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+_global_redactor = _Redactor(())
+
+
+def _is_plain(value: str) -> bool:
+    """Values that cannot be secrets and would only garble messages if replaced: booleans, small numbers."""
+    v = value.strip().lower()
+    return v in _BOOLISH or (v.isdigit() and len(v) <= 4)
+
+
+def register_secrets(storage_options: Mapping[str, Any] | None) -> None:
+    """Remember these storage option values: ``redact`` replaces them in any text from now on."""
+    global _global_redactor
+    new = {str(v) for v in (storage_options or {}).values() if v is not None and str(v).strip()
+           and not _is_plain(str(v))}
+    with _SECRETS_LOCK:
+        if new <= _SECRETS:
+            return
+        _SECRETS.update(new)
+        _global_redactor = _Redactor(_SECRETS)
+
+
+def redact(text: str) -> str:
+    """``text`` with every storage option value this process has seen replaced by ``***``."""
+    return _global_redactor(text) if text else text
+
+
+def redact_error(e: CompactorError) -> CompactorError:
+    """``e`` with storage option values redacted from its message and hint (in place; returned)."""
+    e.message = redact(e.message)
+    e.hint = redact(e.hint) if e.hint else e.hint
+    e.args = (e.message, *e.args[1:])
+    return e
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def error_text(e: BaseException | str, limit: int = 500) -> str:
+    """One line from an exception's text: Rust error chains (``outer\n  ↳ cause\n   ↳ cause``, as
+    delta-rs and obstore print them) joined with ``: ``, colour codes dropped, option values redacted."""
+    text = _ANSI.sub("", str(e))
+    parts = [ln.strip().lstrip("↳").strip() for ln in text.splitlines()]
+    line = ": ".join(p for p in parts if p) or type(e).__name__
+    return redact(line if len(line) <= limit else line[:limit] + "...")
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that renders a record's message and redacts storage option values from it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken format string is logged as is
+            return True
+        red = redact(msg)
+        if red != msg or record.args:
+            record.msg, record.args = red, None
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            import traceback
+
+            record.exc_text = redact("".join(traceback.format_exception(*record.exc_info)).rstrip())
+        return True
+
+
+def install_log_redaction(logger: logging.Logger | None = None) -> None:
+    """Add ``RedactingFilter`` to every handler of ``logger`` (default: the root logger), once."""
+    for h in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RedactingFilter) for f in h.filters):
+            h.addFilter(RedactingFilter())
 
 
 @contextmanager

@@ -37,6 +37,7 @@ from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
+from compactor.runtime.storage import redact, register_secrets
 from compactor.tasks.repair import repair_before_apply
 from compactor.tasks.watch import TableWatch
 
@@ -96,6 +97,7 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     """Run every action of ``plan`` on ``target``. ``engine``: a rewrite engine to use instead of the
     target's. ``orphan_grace_s``: how old a file of unknown origin left by an interrupted run must be
     before it is deleted (runtime/journal.py)."""
+    register_secrets(target.storage_options)
     run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
     started = _now_iso()
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
@@ -138,6 +140,9 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
             watch.stop()
             lease.release()
         engines.close()
+    for r in results:  # storage option values never reach run results or history
+        if r.error:
+            r.error = redact(r.error)
     run = RunResults(run_id=run_id, compactor_version=__version__, started_at=started, finished_at=_now_iso(),
                      engine=target.engine, engine_versions=engines.versions(), target=target.redacted(),
                      plan_generated_at=plan.generated_at, plan_file=plan_file, dry_run=dry_run, results=results,

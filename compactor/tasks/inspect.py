@@ -18,6 +18,7 @@ from compactor.formats.file_sink.log import list_log, source_entries_table
 from compactor.models.inspect import (BUCKET_LABELS, BUCKETS, BYTES_PER_ENTRY, SMALL_FILE_DEFAULT, InspectReport,
                                       LogHealth, PartitionHealth)
 from compactor.models.state import TableState
+from compactor.runtime.storage import register_secrets, storage_for
 
 def _histogram(sizes: pa.Array) -> dict[str, int]:
     counts = dict.fromkeys(BUCKET_LABELS, 0)
@@ -43,14 +44,14 @@ def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
     return tuple(out)
 
 
-def _log_health(directory: Path, entries: int) -> LogHealth:
-    log = list_log(directory)
+def _log_health(directory: Path | str, entries: int, storage_options: Mapping[str, str] | None = None) -> LogHealth:
+    log = list_log(directory, storage_options)
     compacts = log.compacts
     growth = None
     if len(compacts) >= 2 and compacts[-1].batch > compacts[-2].batch:
         growth = (compacts[-1].size - compacts[-2].size) / (compacts[-1].batch - compacts[-2].batch)
     lc = log.latest_compact
-    return LogHealth(str(directory), len(log.files), log.latest_batch, lc.path.name if lc else None,
+    return LogHealth(str(directory), len(log.files), log.latest_batch, lc.name if lc else None,
                      log.compact_interval(), entries, lc.size if lc else 0, growth,
                      sum(1 for f in log.files if not f.compact), entries * BYTES_PER_ENTRY)
 
@@ -88,32 +89,41 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
                  policy: Mapping[str, Any] | None = None, horizon: int | None = None) -> InspectReport:
     """``policy`` (optional): the settings of the compactor policy that manages the table, to compare
     against (compact_interval, min_batches_to_retain, retention, min_file_size). ``horizon``: how many of
-    the newest Delta commits to scan for duplicate rewrites."""
+    the newest Delta commits to scan for duplicate rewrites. ``path``: a local path or an object-store URI
+    (``storage_options`` reach it)."""
     policy_given = policy is not None
-    root = Path(path)
+    register_secrets(storage_options)
+    st = storage_for(path, storage_options)
     policy = dict(policy or {})
     small = int(policy.get("min_file_size") or SMALL_FILE_DEFAULT)
-    if (root / "_delta_log").is_dir() or "://" in path:
+
+    def sub(*parts: str) -> str:
+        return "/".join([str(path).rstrip("/"), *parts])
+
+    if st.is_dir("_delta_log"):
         from compactor.formats.delta.state import read_delta_state
 
         state = read_delta_state(path, storage_options)
         report = _data_report(path, "delta", state, small, [], policy)
         return _delta_extras(report, state, storage_options, policy_given, horizon)
-    if (root / "_spark_metadata").is_dir():
+    if st.is_dir("_spark_metadata"):
         from compactor.formats.file_sink.state import read_sink_state
 
         state = read_sink_state(path, storage_options)
-        lh = _log_health(root / "_spark_metadata", int(state.extra.get("compact_entries", 0)))
+        lh = _log_health(sub("_spark_metadata"), int(state.extra.get("compact_entries", 0)), storage_options)
         return _data_report(path, "spark_file_sink", state, small, [lh], policy)
-    if (root / "offsets").is_dir() or (root / "commits").is_dir() or (root / "sources").is_dir():
+    _, dirs = st.list_dir("")
+    names = {d.rsplit("/", 1)[-1] for d in dirs}
+    if names & {"offsets", "commits", "sources"}:
         logs = []
-        src = root / "sources"
-        for d in sorted(src.iterdir()) if src.is_dir() else []:
-            if d.is_dir() and list_log(d).files:
-                logs.append(_log_health(d, source_entries_table(list_log(d)).num_rows))
-        for sub in ("offsets", "commits"):
-            if (root / sub).is_dir():
-                logs.append(_log_health(root / sub, 0))
+        for d in st.list_dir("sources")[1] if "sources" in names else []:
+            if st.list_dir(d)[0]:
+                mlog = list_log(sub(d), storage_options)
+                if mlog.files:
+                    logs.append(_log_health(sub(d), source_entries_table(mlog).num_rows, storage_options))
+        for s in ("offsets", "commits"):
+            if s in names:
+                logs.append(_log_health(sub(s), 0, storage_options))
         recs = _recommend([lh for lh in logs if "sources" in Path(lh.directory).parts], policy, "checkpoint", 0, 0)
         return InspectReport(path, "checkpoint", logs=tuple(logs), policy=policy, recommendations=tuple(recs))
     raise TableReadError(f"{path}: not a Delta table, a file-sink output (_spark_metadata) or a streaming "

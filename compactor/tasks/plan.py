@@ -21,13 +21,14 @@ from compactor.planning.plan import Plan, Skip, TablePlan, compute_totals
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.paths import is_uri
+from compactor.runtime.storage import redact, redact_error, register_secrets
 
 log = logging.getLogger(__name__)
 
 
 def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.datetime, target: Target) -> TablePlan:
     if isinstance(state, Exception):
-        msg = str(state)
+        msg = redact(str(state))
         return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None, error=msg,
                          policy_source=str(policy.source), skipped=(Skip("unreadable", None, {}, msg),))
     return get_format(policy.format).plan_table(policy, state, now=now, engine=target.engine)
@@ -74,6 +75,7 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
             try:
                 found = discover_tables(base, p.discover.include, p.discover.exclude, storage_options, fmt=p.format)
             except CompactorError as e:
+                redact_error(e)
                 if errors is None:
                     raise
                 errors[p.name] = e
@@ -100,11 +102,11 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
         assert path is not None
         return get_format(policy.format).read_state(path, target.storage_options, policy)
     except CompactorError as e:
-        return e
+        return redact_error(e)
     except ImportError as e:
-        return TableReadError(f"{policy.name}: support for this table kind is not available ({e})")
+        return TableReadError(redact(f"{policy.name}: support for this table kind is not available ({e})"))
     except Exception as e:  # noqa: BLE001 - one unreadable table must not stop the plan
-        return TableReadError(f"{policy.name}: {type(e).__name__}: {e}")
+        return TableReadError(redact(f"{policy.name}: {type(e).__name__}: {e}"))
 
 
 def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
@@ -113,6 +115,7 @@ def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out
     from compactor.tasks.plan_file import write_plan
 
     compiled = compile_project(options)
+    register_secrets(compiled.target.storage_options)  # no option value in any error from here on
     now = now or dt.datetime.now(dt.timezone.utc)
     discover_errors: dict[str, Exception] = {}
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,

@@ -128,11 +128,18 @@ def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_
             files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
             rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
         if p.format == "spark_file_sink":
-            rep.manifest = _log_growth(Path(p.path) / "_spark_metadata")
+            so = compiled.target.storage_options
+            rep.manifest = _log_growth(f"{str(p.path).rstrip('/')}/_spark_metadata", so)
             if p.sink and p.sink.checkpoint:
-                sources = Path(p.sink.checkpoint) / "sources"
-                for d in sorted(sources.iterdir()) if sources.is_dir() else []:
-                    rep.checkpoint_sources[d.name] = _log_growth(d)
+                from compactor.runtime.storage import StorageError, storage_for
+
+                cp = p.sink.checkpoint.rstrip("/")
+                try:
+                    sources = storage_for(cp, so).list_dir("sources")[1]
+                except StorageError:
+                    sources = []
+                for d in sources:
+                    rep.checkpoint_sources[d.rsplit("/", 1)[-1]] = _log_growth(f"{cp}/{d}", so)
         mine = [r for r in runs if any(x.table == p.name for x in r.results)]
         for r in mine:
             res = [x for x in r.results if x.table == p.name]
@@ -162,18 +169,18 @@ def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_
     return out
 
 
-def _log_growth(directory: Path) -> list[tuple[int, int, int, bool]]:
+def _log_growth(directory: Path | str, storage_options: Any = None) -> list[tuple[int, int, int, bool]]:
     """(batch, bytes, entries, is_compact) for each file of a Spark metadata log."""
-    from compactor.formats.file_sink.log import list_log, read_entries
+    from compactor.formats.file_sink.log import list_log
 
     try:
-        log = list_log(directory)
+        log = list_log(directory, storage_options)
     except Exception:  # noqa: BLE001 - a missing or broken log is just not drawn
         return []
     out = []
     for f in sorted(log.files, key=lambda f: f.batch):
         try:
-            n = len(read_entries(f.path))
+            n = len(log.read_entries(f))
         except Exception:  # noqa: BLE001
             n = 0
         out.append((f.batch, f.size, n, f.compact))

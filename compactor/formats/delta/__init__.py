@@ -73,7 +73,8 @@ class DeltaFormat:
         from compactor.formats.delta.run import referenced_paths
         from compactor.runtime.journal import recover
 
-        return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s)
+        return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s,
+                       storage_options=storage_options)
 
     # -- duplicate rewrites (formats/delta/duplicates.py, repair.py): optional TableFormat methods
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 from urllib.parse import unquote
 
-from compactor.runtime.paths import filesystem, join
+from compactor.runtime.paths import join
+from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
 
 @dataclass
@@ -69,14 +70,17 @@ _CACHE_MAX_ACTIONS = 10_000
 
 
 def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
-    """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up)."""
+    """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up). Any
+    other failure to read it (network, permissions) raises StorageError: "no commit" must mean exactly
+    that, or a re-check would miss a concurrent commit."""
     key = (uri, version)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
             _CACHE.move_to_end(key)
             return cached
-    commit = _read_commit(uri, version, storage_options)
+    text = read_commit_text(uri, version, storage_options)
+    commit = parse_commit(version, text) if text is not None else None
     if commit is not None and len(commit.adds) + len(commit.removes) <= _CACHE_MAX_ACTIONS:
         with _LOCK:
             _CACHE[key] = commit
@@ -85,14 +89,13 @@ def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | Non
     return commit
 
 
-def _read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Commit | None:
-    fs, path = filesystem(commit_path(uri, version), storage_options)
+def read_commit_text(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> str | None:
+    """The raw text of a commit, or None when it does not exist."""
     try:
-        with fs.open_input_stream(path) as f:
-            text = f.read().decode("utf-8")
-    except (FileNotFoundError, OSError):
+        data = storage_for(uri, storage_options).read_bytes(f"_delta_log/{version:020d}.json")
+    except ObjectNotFoundError:
         return None
-    return parse_commit(version, text)
+    return data.decode("utf-8")
 
 
 def commits_after(uri: str, version: int, storage_options: Mapping[str, str] | None = None,

@@ -33,7 +33,8 @@ from compactor.planning.actions import (Action, RewriteAction, SetPropertiesActi
                                         ZOrderAction)
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime.journal import ActionJournal, folders_of
-from compactor.runtime.paths import filesystem, join
+from compactor.runtime.paths import join
+from compactor.runtime.storage import StorageError, storage_for
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if not isinstance(action, RewriteAction):
         raise ApplyError(f"{action.type} is not an action for Delta tables")
     engine = ctx.engine()
-    if _native(action, engine):
+    if _native(action, engine, ctx.table.path):
         return _native_optimize(action, ctx, engine)
     if isinstance(action, ZOrderAction):
         if hasattr(engine, "sql"):
@@ -169,7 +170,7 @@ def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -
     jobs, outputs, staging = _jobs(uri, action)
     marker = ctx.commit_metadata[MARKER]
     journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                            outputs=outputs, staging=staging)
+                            outputs=outputs, staging=staging, storage_options=so)
     with journal:
         try:
             written = engine.rewrite(jobs, schema)
@@ -241,18 +242,14 @@ def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: S
         return
     if landed:
         return
-    for rel in outputs:
-        fs, path = filesystem(join(uri, rel), storage_options)
-        try:
-            fs.delete_file(path)
-        except (FileNotFoundError, OSError):
-            pass
-    for rel in staging:
-        fs, path = filesystem(join(uri, rel), storage_options)
-        try:
-            fs.delete_dir(path)
-        except (FileNotFoundError, OSError):
-            pass
+    storage = storage_for(uri, storage_options)
+    try:
+        for rel in outputs:
+            storage.delete(rel)
+        for rel in staging:
+            storage.delete_prefix(rel)
+    except StorageError as e:  # the journal stays; the next run's recover deletes what is left
+        log.warning("%s: could not delete uncommitted outputs now: %s", uri, e)
 
 
 def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
@@ -292,7 +289,7 @@ def _z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
     marker = ctx.commit_metadata[MARKER]
     with ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                       folders=folders_of(action.input_paths)):
+                       folders=folders_of(action.input_paths), storage_options=so):
         metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
                                       target_size=action.target_file_size,
                                       commit_properties=CommitProperties(custom_metadata=dict(ctx.commit_metadata)))
@@ -343,13 +340,16 @@ def _footer_rows(uri: str, path: str, storage_options: Mapping[str, str]) -> int
 # ----------------------------------------------------------------------------- native delta-spark
 
 
-def _native(action: RewriteAction, engine: RewriteEngine) -> bool:
+def _native(action: RewriteAction, engine: RewriteEngine, uri: str = "") -> bool:
     if not hasattr(engine, "sql") or action.method == "rewrite":
         return False
     available = engine.delta_sql_available()  # type: ignore[attr-defined]
     if action.method == "optimize" and not available:
         raise UnsupportedTableError("compaction.method optimize needs the Delta Lake jars in the Spark session",
                                     hint="set spark.delta_jars in the profile, or use method rewrite")
+    if available and action.method == "auto" and not engine.native_commits_safe(uri):  # type: ignore[attr-defined]
+        log.info("%s: delta-spark's S3 log store is single-driver: rewriting and committing through delta-rs", uri)
+        return False
     return available
 
 
@@ -364,7 +364,7 @@ def _native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> 
             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
     z = list(action.z_order_by) if isinstance(action, ZOrderAction) else []
     clustered = "clustering" in ctx.state.protocol.writer_features
-    sql = optimize_sql(uri, {} if clustered else action.partition, z)
+    sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else action.partition, z)
     try:
         engine.sql(sql, conf)
     finally:
@@ -392,13 +392,15 @@ def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
                          hint="apply the set_properties action first or raise the policy's retention")
     engine = ctx.engine() if ctx.target.engine == "spark" else None
-    if engine is not None and hasattr(engine, "sql") and engine.delta_sql_available():
+    if engine is not None and hasattr(engine, "sql") and engine.delta_sql_available() \
+            and engine.native_commits_safe(ctx.table.path):
         from compactor.engines.spark import vacuum_sql
 
         # VACUUM reports the files it would delete only in a dry run
-        candidates = [r[0] for r in engine.sql(vacuum_sql(ctx.table.path, hours, True))]
+        path = engine.hadoop_path(ctx.table.path)
+        candidates = [r[0] for r in engine.sql(vacuum_sql(path, hours, True))]
         if not ctx.dry_run:
-            engine.sql(vacuum_sql(ctx.table.path, hours, False))
+            engine.sql(vacuum_sql(path, hours, False))
         return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
                              version_after=handle(ctx).version(),
                              details={"dry_run": ctx.dry_run, "files": sorted(candidates)[:1000],

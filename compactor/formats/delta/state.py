@@ -26,12 +26,15 @@ import pyarrow.compute as pc
 from compactor.errors import TableReadError
 from compactor.models.state import Protocol, TableState
 from compactor.runtime.paths import is_remote, local_path
+from compactor.runtime.storage import error_text, redact, register_secrets
 
 log = logging.getLogger(__name__)
 
 
 def _reason(uri: str, e: Exception) -> str:
-    text = str(e)
+    """What went wrong, classified by delta-rs' outermost error line; otherwise the whole error chain in
+    one line (storage option values redacted: a bad option's value must not reach a plan or a log)."""
+    text = redact((str(e).strip().splitlines() or [""])[0])
     if "No table metadata" in text:
         return "corrupt log: no table metadata (metaData action) found"
     if "not a Delta table" in text.lower() or "no files in log segment" in text.lower() or "notATable" in text:
@@ -41,8 +44,8 @@ def _reason(uri: str, e: Exception) -> str:
     if "catalog" in text.lower():
         return "unsupported: catalog-managed table (must be read through its catalog)"
     if "protocol" in text.lower() or "Unsupported" in text or "feature" in text.lower():
-        return f"unsupported protocol: {text.splitlines()[0][:300]}"
-    return text.splitlines()[0][:300] if text else type(e).__name__
+        return f"unsupported protocol: {error_text(e, 300)}"
+    return error_text(e)
 
 
 #: delta-rs links its own jemalloc, which by default keeps freed pages for ~10 s. Python's allocator
@@ -119,6 +122,7 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
     """The live files and metadata of a Delta table. Raises TableReadError with a clear reason.
     ``table``: an open DeltaTable of ``uri`` to read instead of loading the log again."""
     configure_delta_rs_allocator()
+    register_secrets(storage_options)  # error texts below never show an option's value
     from deltalake import DeltaTable
 
     if table is None and not is_remote(uri):

@@ -4,7 +4,6 @@ format "spark_file_sink"."""
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any, Collection, Mapping
 
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -44,9 +43,10 @@ class FileSinkFormat:
         return run_sink_action(action, ctx)
 
     def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+        from compactor.formats.file_sink.location import SinkRoot
         from compactor.formats.file_sink.run import recover
 
-        return recover(Path(uri))
+        return recover(SinkRoot(uri, storage_options))
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state

@@ -3,20 +3,25 @@
 Files are named `N` or `N.compact`; content is a `v1` line then one JSON object per line. The compact
 interval is not stored: it is derived from the two newest `.compact` names. The visible entries are those
 of the latest compaction batch plus the plain batches after it. Names that do not parse are ignored.
+
+A log directory is a local path or an object-store URI (read through ``runtime.storage`` with the
+table's storage options); ``MetadataLog.read_table``/``read_entries`` read one of its files either way.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
+from typing import Any, Mapping
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
 from compactor.errors import TableReadError
+from compactor.runtime.paths import is_remote
+from compactor.runtime.storage import Storage, storage_for
 
 _NAME = re.compile(r"^(\d+)(\.compact)?$")
 
@@ -25,15 +30,34 @@ _NAME = re.compile(r"^(\d+)(\.compact)?$")
 class LogFile:
     batch: int
     compact: bool
-    path: Path
+    #: local disk: the file; object stores: just its name (``location`` is its URI)
+    path: PurePath
     size: int
     mtime_ms: int
+    e_tag: str | None = None
+    location: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.path.name
 
 
 @dataclass
 class MetadataLog:
-    directory: Path
+    directory: Path | str
     files: list[LogFile] = field(default_factory=list)
+    storage: Storage | None = None
+
+    def read_bytes(self, lf: LogFile) -> bytes:
+        if self.storage is None:
+            return Path(lf.path).read_bytes()
+        return self.storage.read_bytes(lf.name)
+
+    def read_table(self, lf: LogFile, schema: pa.Schema) -> pa.Table:
+        return parse_entries_table(self.read_bytes(lf), lf.location or str(lf.path), schema)
+
+    def read_entries(self, lf: LogFile) -> list[dict]:
+        return parse_entries(self.read_bytes(lf), lf.location or str(lf.path))
 
     @property
     def latest_batch(self) -> int | None:
@@ -69,34 +93,46 @@ class MetadataLog:
         return max((f.mtime_ms for f in self.files), default=None)
 
 
-def list_log(directory: Path) -> MetadataLog:
-    log = MetadataLog(Path(directory))
-    if not log.directory.is_dir():
+def list_log(directory: Path | str, storage_options: Mapping[str, Any] | None = None) -> MetadataLog:
+    """The files of one metadata log directory (a local path or an object-store URI): one listing."""
+    where = str(directory)
+    storage = storage_for(where, storage_options) if is_remote(where) else None
+    log = MetadataLog(Path(directory) if storage is None else where.rstrip("/"), storage=storage)
+    if storage is None:
+        st = storage_for(where)
+        if not Path(directory).is_dir():
+            raise TableReadError(f"{directory}: no metadata log directory")
+    else:
+        st = storage
+    objects, _ = st.list_dir("")
+    if storage is not None and not objects and not st.list_dir("")[1]:
         raise TableReadError(f"{directory}: no metadata log directory")
-    with os.scandir(log.directory) as it:
-        for e in it:
-            m = _NAME.match(e.name)
-            if not m or not e.is_file():
-                continue  # dot-files, .crc, temp files: ignored, as Spark does
-            st = e.stat()
-            log.files.append(LogFile(int(m.group(1)), bool(m.group(2)), Path(e.path), st.st_size, int(st.st_mtime * 1000)))
+    for o in objects:
+        name = o.path.rsplit("/", 1)[-1]
+        m = _NAME.match(name)
+        if not m:
+            continue  # dot-files, .crc, temp files, folders: ignored, as Spark does
+        path: PurePath = Path(directory) / name if storage is None else PurePosixPath(name)
+        location = str(path) if storage is None else f"{log.directory}/{name}"
+        log.files.append(LogFile(int(m.group(1)), bool(m.group(2)), path, o.size, int(o.mtime * 1000), o.e_tag,
+                                 location))
     return log
 
 
+def parse_entries(data: bytes, where: str) -> list[dict]:
+    """Entries of one log file's content. Empty file: Spark's 'Incomplete log file' error."""
+    lines = data.decode("utf-8").split("\n")
+    header = lines[0].rstrip("\r")
+    if not header:
+        raise TableReadError(f"{where}: incomplete log file (empty)")
+    if not header.startswith("v"):
+        raise TableReadError(f"{where}: not a metadata log file (header {header[:20]!r})")
+    return [json.loads(ln) for ln in (x.strip() for x in lines[1:]) if ln]
+
+
 def read_entries(path: Path) -> list[dict]:
-    """Entries of one log file. Empty file: Spark's 'Incomplete log file' error."""
-    with open(path, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n")
-        if not header:
-            raise TableReadError(f"{path}: incomplete log file (empty)")
-        if not header.startswith("v"):
-            raise TableReadError(f"{path}: not a metadata log file (header {header[:20]!r})")
-        out = []
-        for line in f:
-            line = line.strip()
-            if line:
-                out.append(json.loads(line))
-        return out
+    """Entries of one local log file."""
+    return parse_entries(Path(path).read_bytes(), str(path))
 
 
 _SINK_SCHEMA = pa.schema([("path", pa.string()), ("size", pa.int64()), ("modificationTime", pa.int64()),
@@ -105,12 +141,16 @@ _SOURCE_SCHEMA = pa.schema([("path", pa.string()), ("timestamp", pa.int64()), ("
 
 
 def read_entries_table(path: Path, schema: pa.Schema) -> pa.Table:
-    """Entries of one log file as columns, parsed by pyarrow's JSON reader (millions of lines in C++)."""
+    """Entries of one local log file as columns."""
+    return parse_entries_table(Path(path).read_bytes(), str(path), schema)
+
+
+def parse_entries_table(data: bytes, path: str, schema: pa.Schema) -> pa.Table:
+    """Entries of one log file's content as columns, parsed by pyarrow's JSON reader (millions of lines in C++)."""
     import io
 
     import pyarrow.json as pj
 
-    data = Path(path).read_bytes()
     nl = data.find(b"\n")
     header = data if nl < 0 else data[:nl]
     if not data:
@@ -130,7 +170,7 @@ def read_entries_table(path: Path, schema: pa.Schema) -> pa.Table:
 
 def source_entries_table(log: MetadataLog) -> pa.Table:
     """Visible entries of a checkpoint source log (`sources/N`): path, timestamp, batchId."""
-    parts = [read_entries_table(lf.path, _SOURCE_SCHEMA) for lf in log.visible_files()]
+    parts = [log.read_table(lf, _SOURCE_SCHEMA) for lf in log.visible_files()]
     return pa.concat_tables(parts) if parts else _SOURCE_SCHEMA.empty_table()
 
 
@@ -148,7 +188,7 @@ def sink_entries_table(log: MetadataLog) -> pa.Table:
     in_compact, action. A path listed twice is kept once (first listing wins)."""
     tables = []
     for lf in log.visible_files():
-        t = read_entries_table(lf.path, _SINK_SCHEMA)
+        t = log.read_table(lf, _SINK_SCHEMA)
         n = t.num_rows
         tables.append(pa.table({"raw_path": t.column("path"), "size_bytes": t.column("size").fill_null(0),
                                 "modification_time": t.column("modificationTime").fill_null(0),

@@ -2,7 +2,15 @@
 rewrite each bin into a `_` staging folder, move the output into the same partition folder under a new
 name, verify rows, then atomically replace the latest `.compact` (old entries minus replaced plus new).
 Never a new batch id, never a new or deleted `.compact`, never a `delete` entry. Replaced files go to a
-ledger and are deleted only after the grace period, by a later run, if no log file references them."""
+ledger and are deleted only after the grace period, by a later run, if no log file references them.
+
+On object stores the same procedure runs through ``runtime.storage``: the latest `.compact` is replaced
+by ONE conditional PUT (If-Match on the version that was read), so a concurrent change to it is detected
+instead of overwritten, after the same re-check that no newer batch appeared. A PUT cannot keep the
+file's mtime (which the writer guard reads), so the writer's mtime is recorded in
+``_compactor/sink_swaps.json`` against the version compactor wrote (state.py reads it back).
+The staging folder is written next to the output and the output is moved into place by copy + delete
+(object stores have no rename); the journal names both, so a kill at any point is recovered."""
 
 from __future__ import annotations
 
@@ -10,10 +18,8 @@ import datetime as dt
 import json
 import logging
 import os
-import shutil
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -22,50 +28,66 @@ import pyarrow.parquet as pq
 from compactor.engines.base import BinJob
 from compactor.errors import ApplyError, SinkGuardError, StalePlanError, VerificationError
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.file_sink.log import entry_local_path, list_log, read_entries
+from compactor.formats.file_sink.location import SinkRoot
+from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.plan import readers_guard, writer_guard
-from compactor.formats.file_sink.state import LEDGER, METADATA_DIR, read_sink_state
+from compactor.formats.file_sink.state import LEDGER, METADATA_DIR, SWAPS, read_ledger, read_sink_state, read_swaps, sink_log
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
+from compactor.runtime.paths import filesystem
+from compactor.runtime.storage import ObjectNotFoundError
 
 log = logging.getLogger(__name__)
 JOURNAL = "_compactor/sink_journal.json"
 
 
-def recover(root: Path) -> list[str]:
+def _referenced(sink: SinkRoot, files: Any = None) -> set[str]:
+    """Relative paths of the data files the given log files (default: the visible ones) list."""
+    mlog = sink_log(sink)
+    out: set[str] = set()
+    for lf in (mlog.visible_files() if files is None else files(mlog)):
+        for e in mlog.read_entries(lf):
+            rel = sink.rel(e["path"])
+            if rel is not None:
+                out.add(rel)
+    return out
+
+
+def recover(sink: SinkRoot) -> list[str]:
     """Delete files a killed run wrote but never listed in the manifest, and its staging folders."""
-    j = root / JOURNAL
-    if not j.is_file():
-        return []
     try:
-        entry = json.loads(j.read_text())
+        entry = json.loads(sink.storage.read_bytes(JOURNAL))
+    except ObjectNotFoundError:
+        return []
     except ValueError:
         entry = {}
-    visible = {str(entry_local_path(e["path"], root)) for lf in list_log(root / METADATA_DIR).visible_files()
-               for e in read_entries(lf.path)}
+    visible = _referenced(sink)
     removed: list[str] = []
-    files = entry.get("files", [])
-    for f in files:
-        if f not in visible and os.path.exists(f):
-            os.remove(f)
-            removed.append(f)
-    if any(f in visible for f in files) and entry.get("inputs"):
+    files = [r for r in (sink.rel_of_location(f) for f in entry.get("files", [])) if r is not None]
+    for rel in files:
+        if rel not in visible and sink.storage.exists(rel):
+            sink.storage.delete(rel)
+            removed.append(sink.location(rel))
+    inputs = [r for r in (sink.rel_of_location(i) for i in entry.get("inputs", [])) if r is not None]
+    if any(f in visible for f in files) and inputs:
         # killed after the manifest swap: the replaced inputs still go through the grace period
-        _add_to_ledger(root, [i for i in entry["inputs"] if i not in visible])
-    for s in entry.get("staging", []):
-        shutil.rmtree(s, ignore_errors=True)
-    j.unlink()
+        _add_to_ledger(sink, [sink.location(i) for i in inputs if i not in visible])
+    for loc in entry.get("staging", []):
+        rel = sink.rel_of_location(loc)
+        if rel:
+            sink.storage.delete_prefix(rel)
+    sink.storage.delete(JOURNAL)
     return removed
 
 
 def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     """Run one sink action; the Spark rewrite uses the engine's session when the table's engine is spark."""
-    root = Path(ctx.table.path)
-    recover(root)
+    sink = SinkRoot(ctx.table.path, ctx.storage_options)
+    recover(sink)
     if isinstance(action, SinkDeleteReplacedAction):
-        return _delete_replaced(root, action, ctx)
+        return _delete_replaced(sink, action, ctx)
     if not isinstance(action, (SinkCompactAction, SinkPruneAction)):
         raise ApplyError(f"{action.type} is not an action for file sinks")
-    state = read_sink_state(str(root), checkpoint=action.checkpoint)
+    state = read_sink_state(sink.uri, ctx.storage_options, checkpoint=action.checkpoint)
     guard = writer_guard(action, state, dt.datetime.now(dt.timezone.utc)) or readers_guard(action)
     if guard:
         raise SinkGuardError(f"refused, nothing changed: {guard}")
@@ -76,61 +98,69 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     missing = [p for p in action.input_paths if not listed.get(p)]
     if missing:
         raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
-    outside = [p for p in action.input_paths if not _is_under(entry_local_path(p, root), root)]
+    rels = {p: sink.rel(p) for p in action.input_paths}
+    outside = [p for p, r in rels.items() if r is None]
     if outside:
         # e.g. a copied or moved sink whose log still names the original location: rewriting (and later
         # deleting) those files would touch another directory's data
-        raise ApplyError(f"{len(outside)} manifest entr(ies) lie outside {root} (e.g. {outside[0]}); "
+        raise ApplyError(f"{len(outside)} manifest entr(ies) lie outside {sink} (e.g. {outside[0]}); "
                          "refusing to rewrite files of another location")
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
     if isinstance(action, SinkPruneAction):
-        return _prune(root, action, state)
-    journal = {"files": [], "staging": [], "inputs": [str(entry_local_path(p, root)) for p in action.input_paths]}
+        return _prune(sink, action, state)
+    sizes = dict(zip(state.files.column("path").to_pylist(), state.files.column("size_bytes").to_pylist()))
+    journal: dict[str, list[str]] = {"files": [], "staging": [],
+                                     "inputs": [sink.location(rels[p]) for p in action.input_paths]}
     jobs: list[BinJob] = []
+    finals: list[str] = []
     for b in action.bins:
-        inputs = [entry_local_path(p, root) for p in b]
-        part_dir = inputs[0].parent
-        if any(p.parent != part_dir for p in inputs):
+        folders = {SinkRoot.folder(rels[p]) for p in b}  # type: ignore[arg-type]
+        if len(folders) != 1:
             raise ApplyError("a bin mixes partition folders; refusing to rewrite it")
-        staging = part_dir / f"_compactor_staging_{uuid.uuid4().hex}"
-        final = part_dir / f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet"
-        journal["files"].append(str(final))
-        journal["staging"].append(str(staging))
-        jobs.append(BinJob(tuple(str(p) for p in inputs), str(final), str(staging)))
+        folder = folders.pop()
+        staging = _join(folder, f"_compactor_staging_{uuid.uuid4().hex}")
+        final = _join(folder, f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet")
+        journal["files"].append(sink.location(final))
+        journal["staging"].append(sink.location(staging))
+        finals.append(final)
+        jobs.append(BinJob(tuple(sink.location(rels[p]) for p in b), sink.location(final),  # type: ignore[arg-type]
+                           sink.location(staging)))
     try:
-        _write_journal(root, journal)
-        schema = pa.unify_schemas([pq.read_schema(p) for p in {i for j in jobs for i in j.inputs}])
+        _write_journal(sink, journal)
+        schema = pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}])
         written = _engine(ctx).rewrite(jobs, schema)
         for job, w in zip(jobs, written):
             if w.rows != w.rows_in:
                 raise VerificationError(f"rewrite of {len(job.inputs)} file(s) produced {w.rows} rows, expected "
                                         f"{w.rows_in}")
         rows_in = rows_out = sum(w.rows for w in written)
-        bytes_in = sum(os.path.getsize(i) for j in jobs for i in j.inputs)
-        new_entries = [(b[0], Path(w.location)) for b, w in zip(action.bins, written)]
-        replaced = set(action.input_paths)
-        _replace_compact(root / METADATA_DIR / lc_name, replaced, new_entries, state.extra.get("latest_batch"))
+        bytes_in = sum(int(sizes.get(p) or 0) for p in action.input_paths)
+        new_entries = [(SinkRoot.sibling_entry(b[0], final.rsplit("/", 1)[-1]), w.size)
+                       for b, final, w in zip(action.bins, finals, written)]
+        _replace_compact(sink, lc_name, set(action.input_paths), new_entries, state.extra.get("latest_batch"))
     except BaseException:
-        recover(root)
+        recover(sink)
         raise
-    _add_to_ledger(root, [str(entry_local_path(p, root)) for p in action.input_paths])
-    (root / JOURNAL).unlink(missing_ok=True)
+    _add_to_ledger(sink, [sink.location(rels[p]) for p in action.input_paths])  # type: ignore[arg-type]
+    sink.storage.delete(JOURNAL)
     return ActionOutcome(files_removed=len(action.input_paths), files_added=len(new_entries), bytes_removed=bytes_in,
-                         bytes_added=sum(f.stat().st_size for _, f in new_entries), rows_removed=rows_in,
+                         bytes_added=sum(size for _, size in new_entries), rows_removed=rows_in,
                          rows_added=rows_out, version_before=state.version, version_after=state.version,
                          details={"manifest": lc_name})
 
 
-def _is_under(path: Path, root: Path) -> bool:
-    return path.resolve().is_relative_to(root.resolve())
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
 
 
-def _write_journal(root: Path, journal: dict) -> None:
-    (root / JOURNAL).parent.mkdir(parents=True, exist_ok=True)
-    tmp = root / (JOURNAL + ".tmp")
-    tmp.write_text(json.dumps(journal))
-    os.replace(tmp, root / JOURNAL)
+def _read_schema(location: str, ctx: ActionContext) -> pa.Schema:
+    fs, path = filesystem(location, ctx.storage_options)
+    return pq.read_schema(path, filesystem=fs)
+
+
+def _write_journal(sink: SinkRoot, journal: dict) -> None:
+    sink.storage.write_bytes(JOURNAL, json.dumps(journal).encode())
 
 
 def _engine(ctx: ActionContext) -> Any:
@@ -144,14 +174,14 @@ def _engine(ctx: ActionContext) -> Any:
     return LocalEngine(ctx.storage_options, ctx.target.threads)
 
 
-def _uri_like(example: str, path: Path) -> str:
-    """A new entry's path in the same form as the existing ones (file URI or plain path)."""
-    return path.as_uri() if example.startswith("file:") else str(path)
-
-
-def _replace_compact(compact: Path, replaced: set[str], new: list[tuple[str, Path]], latest_batch: int | None) -> None:
-    """Atomically replace the latest .compact: its entries minus the replaced paths, plus the new files."""
-    lines = compact.read_text(encoding="utf-8").split("\n")
+def _replace_compact(sink: SinkRoot, lc_name: str | None, replaced: set[str], new: list[tuple[str, int]],
+                     latest_batch: int | None) -> None:
+    """Atomically replace the latest .compact: its entries minus the replaced paths, plus the new files
+    (``new``: (manifest entry, size))."""
+    assert lc_name is not None
+    rel = f"{METADATA_DIR}/{lc_name}"
+    data, version = sink.storage.read_versioned(rel)
+    lines = data.decode("utf-8").split("\n")
     header, body = lines[0], [ln for ln in lines[1:] if ln.strip()]
     kept, template = [], None
     for ln in body:
@@ -160,18 +190,43 @@ def _replace_compact(compact: Path, replaced: set[str], new: list[tuple[str, Pat
         if e["path"] not in replaced:
             kept.append(ln)
     now = int(time.time() * 1000)
-    for example_path, f in new:
-        entry = {"path": _uri_like(example_path, f), "size": f.stat().st_size, "isDir": False, "modificationTime": now,
+    for entry_path, size in new:
+        entry = {"path": entry_path, "size": size, "isDir": False, "modificationTime": now,
                  "blockReplication": (template or {}).get("blockReplication", 1),
                  "blockSize": (template or {}).get("blockSize", 33554432), "action": "add"}
         kept.append(json.dumps(entry, separators=(",", ":")))
+    content = "\n".join([header] + kept).encode("utf-8")  # Spark writes no trailing newline
+    log_dir = sink.location(METADATA_DIR)
+    if not sink.remote:
+        _replace_local(sink, rel, content, latest_batch, log_dir)
+        return
+    mlog = sink_log(sink)
+    # last check: the writer has not produced a newer batch meanwhile (then our manifest would be stale)
+    if mlog.latest_batch != latest_batch:
+        raise StalePlanError("the sink wrote a new batch during compaction; nothing was changed")
+    before = next((lf for lf in mlog.files if lf.name == lc_name), None)
+    written = sink.storage.replace_if_match(rel, content, version)
+    if written is None:
+        raise StalePlanError(f"{lc_name} was changed by another writer during compaction; nothing was changed")
+    # the writer guard reads log mtimes as writer activity: remember the writer's, for our own version
+    present = {lf.name for lf in mlog.files}
+    swaps = {k: v for k, v in read_swaps(sink).items() if k in present}  # the writer's cleanup removed the rest
+    swaps[lc_name] = {"e_tag": written.e_tag, "mtime_ms": before.mtime_ms if before else now}
+    sink.storage.write_bytes(SWAPS, json.dumps(swaps).encode())
+    sink.storage.delete(f"{METADATA_DIR}/.{lc_name}.crc")
+
+
+def _replace_local(sink: SinkRoot, rel: str, content: bytes, latest_batch: int | None, log_dir: str) -> None:
+    from pathlib import Path
+
+    compact = Path(sink.location(rel))
     tmp = compact.parent / f".{compact.name}.compactor-{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("\n".join([header] + kept))  # Spark writes no trailing newline
+    with open(tmp, "wb") as fh:
+        fh.write(content)
         fh.flush()
         os.fsync(fh.fileno())
     # last check: the writer has not produced a newer batch meanwhile (then our manifest would be stale)
-    if list_log(compact.parent).latest_batch != latest_batch:
+    if list_log(log_dir).latest_batch != latest_batch:
         tmp.unlink()
         raise StalePlanError("the sink wrote a new batch during compaction; nothing was changed")
     # keep the manifest's mtime: the writer guard reads log mtimes as writer activity, and our own swap
@@ -182,44 +237,39 @@ def _replace_compact(compact: Path, replaced: set[str], new: list[tuple[str, Pat
     (compact.parent / f".{compact.name}.crc").unlink(missing_ok=True)
 
 
-def _add_to_ledger(root: Path, files: list[str]) -> None:
-    path = root / LEDGER
-    entries = json.loads(path.read_text()) if path.is_file() else []
+def _add_to_ledger(sink: SinkRoot, files: list[str]) -> None:
+    entries = read_ledger(sink)
     now = time.time()
     entries += [{"file": f, "replaced_at": now} for f in files]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries))
-    os.replace(tmp, path)
+    sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())  # a kill mid-write never truncates it
 
 
-def _delete_replaced(root: Path, action: SinkDeleteReplacedAction, ctx: ActionContext) -> ActionOutcome:
-    referenced = {str(entry_local_path(e["path"], root)) for lf in list_log(root / METADATA_DIR).files
-                  for e in read_entries(lf.path)}
+def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: ActionContext) -> ActionOutcome:
+    referenced = {sink.location(r) for r in _referenced(sink, lambda mlog: mlog.files)}
     due = set(action.files)
     deleted, kept = [], []
     for f in sorted(due):
+        rel = sink.rel_of_location(f)
         if f in referenced:
             kept.append(f)  # an older log file still lists it: a reader of that batch could need it
-        elif not ctx.dry_run and os.path.exists(f):
-            os.remove(f)
+        elif not ctx.dry_run and rel is not None and sink.storage.exists(rel):
+            sink.storage.delete(rel)
             deleted.append(f)
-    path = root / LEDGER
-    if not ctx.dry_run and path.is_file():
-        entries = [e for e in json.loads(path.read_text()) if e["file"] not in set(deleted) | (due - set(kept))]
-        tmp = path.with_suffix(".tmp")  # a kill mid-write must not truncate the ledger
-        tmp.write_text(json.dumps(entries))
-        os.replace(tmp, path)
+    if not ctx.dry_run and sink.storage.exists(LEDGER):
+        gone = set(deleted) | (due - set(kept))
+        entries = [e for e in read_ledger(sink) if e["file"] not in gone]
+        sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())
     return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})
 
 
-def _prune(root: Path, action: SinkPruneAction, state: Any) -> ActionOutcome:
+def _prune(sink: SinkRoot, action: SinkPruneAction, state: Any) -> ActionOutcome:
     """Drop the planned entries from the latest .compact (same atomic replace); their data files go to the
     ledger only when the policy asked to delete them."""
     lc_name = action.latest_compact
     assert lc_name is not None
-    _replace_compact(root / METADATA_DIR / lc_name, set(action.input_paths), [], state.extra.get("latest_batch"))
+    _replace_compact(sink, lc_name, set(action.input_paths), [], state.extra.get("latest_batch"))
     if action.delete_files:
-        _add_to_ledger(root, [str(entry_local_path(p, root)) for p in action.input_paths])
+        rels = [sink.rel(p) for p in action.input_paths]
+        _add_to_ledger(sink, [sink.location(r) for r in rels if r is not None])
     return ActionOutcome(files_removed=len(action.input_paths), version_before=state.version,
                          version_after=state.version, details={"manifest": lc_name, "pruned": len(action.input_paths)})

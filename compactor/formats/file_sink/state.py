@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import json
-import os
+from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from compactor.errors import TableReadError
-from compactor.formats.file_sink.log import entry_local_path, list_log, sink_entries_table
+from compactor.formats.file_sink.location import SinkRoot
+from compactor.formats.file_sink.log import MetadataLog, list_log, sink_entries_table
 from compactor.models.state import TableState
+from compactor.runtime.paths import is_remote
+from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
 METADATA_DIR = "_spark_metadata"
 #: replaced data files waiting out the grace period before they are deleted
 LEDGER = "_compactor/sink_ledger.json"
+#: object stores: the mtime each .compact had before compactor replaced it (a PUT cannot keep it)
+SWAPS = "_compactor/sink_swaps.json"
 
 
-def _partition_values(local: Path, root: Path) -> dict[str, str | None]:
-    try:
-        rel = local.parent.relative_to(root)
-    except ValueError:
+def _partition_values(rel: str | None) -> dict[str, str | None]:
+    if rel is None:
         return {}
     out: dict[str, str | None] = {}
-    for part in rel.parts:
+    for part in rel.split("/")[:-1]:
         if "=" in part:
             k, v = part.split("=", 1)
             v = unquote(v)
@@ -34,27 +37,59 @@ def _partition_values(local: Path, root: Path) -> dict[str, str | None]:
     return out
 
 
-def read_ledger(root: Path) -> list[dict]:
-    """Entries ``{"file": local path, "replaced_at": epoch s}``; a missing or torn ledger is empty."""
+def _read_json(sink: SinkRoot, rel: str) -> Any:
     try:
-        entries = json.loads((root / LEDGER).read_text())
-    except (OSError, ValueError):
-        return []
+        return json.loads(sink.storage.read_bytes(rel))
+    except (ObjectNotFoundError, ValueError):
+        return None
+
+
+def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, Any] | None = None) -> list[dict]:
+    """Entries ``{"file": location, "replaced_at": epoch s}`` (location: an absolute local path, or the
+    file's URI on object stores); a missing or torn ledger is empty."""
+    sink = root if isinstance(root, SinkRoot) else SinkRoot(str(root), storage_options)
+    entries = _read_json(sink, LEDGER)
     return [e for e in entries if isinstance(e, dict) and "file" in e] if isinstance(entries, list) else []
+
+
+def read_swaps(sink: SinkRoot) -> dict[str, dict]:
+    """``{.compact name: {"e_tag": version compactor wrote, "mtime_ms": the writer's mtime}}``."""
+    swaps = _read_json(sink, SWAPS)
+    return swaps if isinstance(swaps, dict) else {}
+
+
+def _same_etag(a: str | None, b: str | None) -> bool:
+    """ETags as a PUT answer and as a listing shows them may differ in quoting (Azure)."""
+    def norm(e: str) -> str:
+        return e.removeprefix("W/").strip('"')
+
+    return a is not None and b is not None and norm(a) == norm(b)
+
+
+def sink_log(sink: SinkRoot) -> MetadataLog:
+    """The sink's metadata log, with the writer's mtimes restored for the .compact files compactor
+    replaced on an object store (the writer guard reads log mtimes as writer activity: compactor's own
+    PUT must not look like a running query)."""
+    log = list_log(sink.location(METADATA_DIR), sink.storage_options)
+    if sink.remote:
+        swaps = read_swaps(sink)
+        if swaps:
+            log.files = [replace(lf, mtime_ms=int(swaps[lf.name]["mtime_ms"]))
+                         if lf.e_tag and _same_etag(swaps.get(lf.name, {}).get("e_tag"), lf.e_tag) else lf
+                         for lf in log.files]
+    return log
 
 
 def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None, *,
                     checkpoint: str | None = None) -> TableState:
     """The sink's visible files, plus what planning needs: log and (given) checkpoint activity, and the
     ledger of replaced files."""
-    root = Path(path)
-    if "://" in path and not path.startswith("file:"):
-        raise TableReadError(f"{path}: only local file-sink outputs are supported by this version")
-    if not root.is_dir():
+    sink = SinkRoot(path, storage_options)
+    if not sink.remote and not Path(sink.uri).is_dir():
         raise TableReadError(f"{path}: sink output directory does not exist")
-    if not (root / METADATA_DIR).is_dir():
+    if not sink.storage.is_dir(METADATA_DIR):
         raise TableReadError(f"{path}: not a Structured Streaming file-sink output (no {METADATA_DIR})")
-    log = list_log(root / METADATA_DIR)
+    log = sink_log(sink)
     if log.latest_batch is None:
         raise TableReadError(f"{path}: the sink log has no batches yet")
     entries = sink_entries_table(log)
@@ -67,7 +102,7 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None,
         parent = r.rsplit("/", 1)[0]
         pv = by_parent.get(parent)
         if pv is None:
-            pv = by_parent[parent] = _partition_values(entry_local_path(r, root), root)
+            pv = by_parent[parent] = _partition_values(sink.rel(r))
         parts.append(pv)
     order: dict[str, int] = {}
     for pv in by_parent.values():
@@ -84,26 +119,27 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None,
     })
     lc = log.latest_compact
     return TableState(
-        uri=str(root), format="spark_file_sink", version=log.latest_batch, partition_columns=tuple(cols), files=files,
+        uri=sink.uri, format="spark_file_sink", version=log.latest_batch, partition_columns=tuple(cols), files=files,
         extra={"latest_batch": log.latest_batch, "compact_interval": log.compact_interval(),
-               "latest_compact": lc.path.name if lc else None, "compact_file_bytes": lc.size if lc else 0,
+               "latest_compact": lc.name if lc else None, "compact_file_bytes": lc.size if lc else 0,
                "compact_entries": int(sum(entries.column("in_compact").to_pylist())),
                "newest_log_mtime_ms": log.newest_mtime_ms, "log_files": len(log.files),
-               "checkpoint_newest_mtime_ms": checkpoint_newest_mtime_ms(checkpoint) if checkpoint else None,
-               "ledger": read_ledger(root),
+               "checkpoint_newest_mtime_ms": (checkpoint_newest_mtime_ms(checkpoint, storage_options)
+                                              if checkpoint else None),
+               "ledger": read_ledger(sink),
                # Spark >= 3.1 ignores the action: a "delete" entry is read as one more listed file
                "delete_entries": int(pa.compute.sum(pa.compute.equal(entries.column("action"), "delete")).as_py() or 0)},
     )
 
 
-def checkpoint_newest_mtime_ms(checkpoint: str) -> int | None:
-    """Newest write under a streaming checkpoint's commits/ and offsets/ (None if absent)."""
+def checkpoint_newest_mtime_ms(checkpoint: str, storage_options: Mapping[str, Any] | None = None) -> int | None:
+    """Newest write under a streaming checkpoint's commits/ and offsets/ (None if absent); the checkpoint
+    may be on an object store (one listing per folder)."""
+    storage = storage_for(checkpoint, storage_options if is_remote(checkpoint) else None)
     newest = None
     for sub in ("commits", "offsets"):
-        d = Path(checkpoint) / sub
-        if d.is_dir():
-            for e in os.scandir(d):
-                if e.is_file() and not e.name.startswith("."):
-                    m = int(e.stat().st_mtime * 1000)
-                    newest = m if newest is None else max(newest, m)
+        for o in storage.list_dir(sub)[0]:
+            if not o.path.rsplit("/", 1)[-1].startswith("."):
+                m = int(o.mtime * 1000)
+                newest = m if newest is None else max(newest, m)
     return newest
