@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 from compactor.errors import ApplyError, VerificationError
 from compactor.formats.delta.commit import MARKER, find_commit
 from compactor.formats.delta.duplicates import REPAIR_OF, Analysis, RepairPlan, analyse, describe, repair_plan
-from compactor.formats.delta.log import Commit, commits_after, read_commit
+from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit, read_commit_text
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.runtime.paths import filesystem, join
 
@@ -57,13 +57,24 @@ def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: i
     if not versions:
         return []
     with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
-        read = list(pool.map(lambda v: read_commit(uri, v, storage_options), versions))
+        read = list(pool.map(lambda v: _read_rewrites_only(uri, v, storage_options), versions))
     out: list[Commit] = []
     for c in reversed(read):  # the contiguous run ending at ``until``
         if c is None:
             break
         out.append(c)
     return out[::-1]
+
+
+def _read_rewrites_only(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Commit | None:
+    """A commit as the scan needs it: a commit without a single remove (an append, however large) cannot
+    take part in a duplicate (neither as a rewrite nor as a repair), so its actions are not parsed."""
+    text = read_commit_text(uri, version, storage_options)
+    if text is None:
+        return None
+    if '"remove"' not in text:
+        return Commit(version)
+    return parse_commit(version, text)
 
 
 def _live_paths(dt: Any) -> set[str]:
