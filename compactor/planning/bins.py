@@ -22,7 +22,13 @@ def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int,
         candidates = [i for i, s in enumerate(sizes) if s < min_file_size]
     else:
         candidates = [i for i, s in enumerate(sizes) if s < min_file_size or forced[i]]
-    order = sorted(candidates, key=sizes.__getitem__)  # stable: equal sizes keep log order
+    return pack_ascending(sizes, target, candidates)
+
+
+def pack_ascending(sizes: Sequence[int], target: int, candidates: Sequence[int] | None = None) -> list[list[int]]:
+    """The packing itself: ``candidates`` (default: every index) sorted by size, ascending and stable
+    (equal sizes keep log order), packed greedily up to ``target``; single-file bins dropped."""
+    order = sorted(range(len(sizes)) if candidates is None else candidates, key=sizes.__getitem__)
     bins: list[list[int]] = []
     cur: list[int] = []
     cur_size = 0

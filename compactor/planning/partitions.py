@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from compactor.planning.actions import (Action, CompactAction, Precondition, RewriteAction, SortAction,
                                         ZOrderAction)
-from compactor.planning.bins import plan_bins
+from compactor.planning.bins import pack_ascending
 from compactor.planning.plan import Skip
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
@@ -166,7 +166,7 @@ def plan_partitions(
         survivors.append(k)
 
     candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
-                                version, eligible, skip, action_class, dict(action_fields or {}), forced)
+                                version, eligible, skip, action_class, dict(action_fields or {}), small)
     return _apply_budget(candidates, c, skips)
 
 
@@ -175,36 +175,35 @@ def _action_class(c: Compaction) -> type[RewriteAction]:
 
 
 def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
-                   eligible, skip, action_class, action_fields, forced) -> list[_Candidate]:
+                   eligible, skip, action_class, action_fields, candidate) -> list[_Candidate]:
+    """``candidate``: the mask of files a bin may take (small or forced, and eligible). Bin-packing needs
+    only those, so only those become Python objects (a quarter of a table's files, typically); z-order
+    and sort rewrite whole partitions and take every eligible file."""
     if not survivors:
         return []
     wanted = pc.is_in(keys, value_set=pa.array(survivors, pa.string()))
+    if c.strategy == "bin_pack":
+        wanted = pc.and_(wanted, candidate)
+    elif eligible is not None:
+        wanted = pc.and_(wanted, eligible)
     idx = pc.indices_nonzero(wanted)
+    sub_keys = keys.take(idx)
     # arrow's sort is stable (log order kept inside a partition) and orders UTF-8 like Python's str
-    order = idx.take(pc.sort_indices(keys.take(idx)))
+    order = idx.take(pc.sort_indices(sub_keys))
+    counts = {row["k"]: row["k_count"] for row in pa.table({"k": sub_keys}).group_by("k").aggregate(
+        [("k", "count")]).to_pylist()}
     paths = files.column("path").take(order).to_pylist()
     sizes = files.column("size_bytes").take(order).to_pylist()
     records = files.column("num_records").take(order).to_pylist()
-    elig = eligible.take(order).to_pylist() if eligible is not None else None
-    force = forced.take(order).to_pylist() if forced is not None else None
     out: list[_Candidate] = []
     start = 0
     for k in sorted(survivors):
-        end = start + stats[k]["size_count"]
+        end = start + counts.get(k, 0)
         p_paths, p_sizes, p_rec = paths[start:end], sizes[start:end], records[start:end]
-        p_elig = elig[start:end] if elig is not None else None
-        p_force = force[start:end] if force is not None else None
         start = end
         values = all_values[k]
         if c.strategy == "bin_pack":
-            if p_elig is None:  # every file eligible: bin indices are already partition indices
-                bins = plan_bins(bin_model, p_sizes, c.target_file_size, c.min_file_size, p_force)
-            else:
-                usable = [i for i, e in enumerate(p_elig) if e]
-                u_sizes = [p_sizes[i] for i in usable]
-                u_force = [p_force[i] for i in usable] if p_force is not None else None
-                bins = [[usable[i] for i in b]
-                        for b in plan_bins(bin_model, u_sizes, c.target_file_size, c.min_file_size, u_force)]
+            bins = pack_ascending(p_sizes, c.target_file_size)
             if not bins:
                 skip(k, "already_compact", "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue
@@ -212,8 +211,8 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
             reason = (f"bin-pack {sum(map(len, bins))} file(s) into {outputs} ({bin_model} model, "
                       f"target {c.target_file_size} bytes)")
         else:
-            usable = list(range(len(p_sizes))) if p_elig is None else [i for i, e in enumerate(p_elig) if e]
-            total = sum(p_sizes[i] for i in usable)
+            usable = list(range(len(p_sizes)))
+            total = sum(p_sizes)
             outputs = max(1, math.ceil(total / c.target_file_size))
             bins = [usable]
             cols = ", ".join(c.z_order_by if c.strategy == "z_order" else c.sort_by)
