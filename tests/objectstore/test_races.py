@@ -61,6 +61,12 @@ def test_two_applies_racing_on_s3_leave_every_row_once(s3_server, tmp_path: Path
     assert unreferenced(uri, so) == set() and journals(uri, so) == []
 
 
+def _wait_for_journal(uri: str, so: dict, proc: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not journals(uri, so) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_points_on_s3(s3_server, tmp_path: Path) -> None:
     rng = random.Random(20261123)
@@ -75,7 +81,11 @@ def test_sigkill_at_random_points_on_s3(s3_server, tmp_path: Path) -> None:
         write_plan(plan_for(uri, so), plan_file)
         proc = _spawn(plan_file, so, env)
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
-        time.sleep(rng.uniform(0.0, 1.5))  # an apply of this table on moto takes about 1-2 s
+        if i % 2 == 0:
+            time.sleep(rng.uniform(0.0, 1.5))  # an apply of this table on moto takes about 1-2 s
+        else:  # inside a rewrite for sure: once its journal is on storage (a loaded machine stretches timings)
+            _wait_for_journal(uri, so, proc, timeout_s=30)
+            time.sleep(rng.uniform(0.0, 0.2))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         killed_mid_run += proc.returncode == -signal.SIGKILL
