@@ -34,6 +34,9 @@ class ActionContext:
     watch_s: float = 0.0
     #: per-table scratch space kept across the table's actions (a format's open table handle, ...)
     cache: dict[str, Any] = field(default_factory=dict)
+    #: the table's next action, when it will run (its precondition holds on ``state``): a format may
+    #: start preparing it (rewriting its bins) while this action commits
+    next_action: Action | None = None
 
     @property
     def storage_options(self) -> Mapping[str, str]:
@@ -85,6 +88,10 @@ class TableFormat(Protocol):
         deleted. ``grace_s``: how old
         a file of unknown origin must be before it may be deleted (a concurrent appender's uncommitted file
         looks the same)."""
+
+    def finish(self, cache: dict[str, Any]) -> None:
+        """The table run is over: release what ``cache`` holds (discard work prepared for an action that
+        did not run)."""
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""

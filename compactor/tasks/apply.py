@@ -187,6 +187,14 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
     if repair_before_apply(table, fmt, env.target.storage_options, env.run_id, env.dry_run, results, env.progress):
         return True  # a duplicate that could not be repaired: compacting would make it permanent
+    try:
+        return _run_actions(env, results, cache)
+    finally:
+        fmt.finish(cache)  # discards work prepared for an action that did not run
+
+
+def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, Any]) -> bool:
+    table, fmt = env.table, env.fmt
     state: TableState | None = None
     for i, planned in enumerate(table.actions):
         t0 = time.monotonic()
@@ -194,7 +202,8 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
         try:
             if state is None:
                 state = fmt.read_state(table.path, env.target.storage_options, cache=cache)
-            _run_action(env, i, planned, res, state, cache)
+            nxt = _runnable(table.actions[i + 1], fmt, state) if i + 1 < len(table.actions) else None
+            _run_action(env, i, planned, res, state, cache, nxt)
             state = fmt.simulate(planned, state)
         except StalePlanError as e:
             res.status, res.error = "stale", e.message
@@ -218,8 +227,17 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
     return False
 
 
+def _runnable(action: Action, fmt: TableFormat, state: TableState) -> Action | None:
+    """``action`` if its precondition holds on ``state`` (it will run as planned), else None."""
+    try:
+        action.check(fmt.live_paths(state))
+    except CompactorError:
+        return None
+    return action
+
+
 def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState,
-                cache: dict[str, Any]) -> None:
+                cache: dict[str, Any], next_action: Action | None = None) -> None:
     """Check the precondition on ``state``, run the action; fills ``res``."""
     table, fmt = env.table, env.fmt
     action = planned
@@ -244,7 +262,8 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
                         commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
                                          "compactor.plan": env.plan.generated_at,
                                          "compactor.action": f"{env.run_id}:{table.name}:{i}"},
-                        dry_run=env.dry_run, watch_s=env.watch_s, cache=cache)
+                        dry_run=env.dry_run, watch_s=env.watch_s, cache=cache,
+                        next_action=None if env.dry_run else next_action)
     if env.lease is not None:
         env.lease.check()
     if env.watch is not None:

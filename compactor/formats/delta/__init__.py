@@ -101,6 +101,11 @@ class DeltaFormat:
 
         return removals_after(uri, storage_options, version)
 
+    def finish(self, cache: dict[str, Any]) -> None:
+        from compactor.formats.delta.run import discard_prepared
+
+        discard_prepared(cache)
+
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):
             return replace(state, properties={**state.properties, **action.properties})

@@ -16,13 +16,17 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import threading
 import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
 from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
-from compactor.errors import ApplyError, PlanError, UnsupportedTableError, VerificationError
+from compactor.errors import (ApplyError, CompactorError, PlanError, StalePlanError, UnsupportedTableError,
+                              VerificationError)
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta import guard
 from compactor.formats.delta.commit import MARKER, NewFile, RemovedFile, commit_swap, find_commit, new_file_name
@@ -160,6 +164,96 @@ def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]
                                     f"the inputs hold {w.rows_in}; nothing was committed")
 
 
+@dataclass
+class _Prepared:
+    """One action's bins, rewritten (or being rewritten in the background) and not yet committed."""
+
+    action: RewriteAction
+    outputs: list[str]
+    staging: list[str]
+    journal: ActionJournal
+    future: Future[list[WrittenFile]]
+
+
+def _prepare(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema, key: str, *,
+             background: bool) -> _Prepared:
+    """Journal the action's outputs, then rewrite its bins: now, or on a background thread (the next
+    action's bins are rewritten while this one commits)."""
+    uri = ctx.table.path
+    jobs, outputs, staging = _jobs(uri, action)
+    journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), key, ctx.state.version,
+                            outputs=outputs, staging=staging, storage_options=ctx.storage_options)
+    journal.__enter__()  # on storage before the engine writes a single file
+
+    def run() -> list[WrittenFile]:
+        return engine.rewrite(jobs, schema)
+
+    future: Future[list[WrittenFile]] = Future()
+    if background:
+        threading.Thread(target=_fill_future, args=(future, run), name="prepare-next", daemon=True).start()
+    else:
+        _fill_future(future, run)
+    return _Prepared(action, outputs, staging, journal, future)
+
+
+def _fill_future(future: Future, fn: Any) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as e:  # noqa: BLE001 - handed to whoever waits for it
+        future.set_exception(e)
+
+
+def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read_version: int, marker: str,
+         error: BaseException | None) -> None:
+    """Close the prepared action's journal; after a failure, first delete what it wrote (unless its
+    commit landed after all)."""
+    if error is not None:
+        try:
+            prepared.future.result()  # never delete files a background rewrite is still writing
+        except BaseException:  # noqa: BLE001 - its own failure is already the story
+            pass
+        discard_uncommitted(uri, storage_options, prepared.outputs, prepared.staging, read_version, marker)
+        prepared.journal.__exit__(type(error), error, None)
+    else:
+        prepared.journal.__exit__(None, None, None)
+
+
+def discard_prepared(cache: dict[str, Any]) -> None:
+    """Discard an action prepared in the background that never ran (stale, or the table stopped)."""
+    pending = cache.pop("prepared", None)
+    if pending is None:
+        return
+    prepared, uri, storage_options, read_version = pending
+    _end(prepared, uri, storage_options, read_version, "", StalePlanError("prepared action did not run"))
+
+
+def _take_prepared(ctx: ActionContext, action: RewriteAction) -> _Prepared | None:
+    pending = ctx.cache.pop("prepared", None)
+    if pending is None:
+        return None
+    if pending[0].action is action:
+        return pending[0]
+    discard_prepared({"prepared": pending})
+    return None
+
+
+def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
+    """Start rewriting the table's next action now, if it is a rewrite this pipeline will run."""
+    nxt = ctx.next_action
+    if nxt is None or not isinstance(nxt, RewriteAction) or isinstance(nxt, ZOrderAction) or ctx.dry_run:
+        return
+    if _native(nxt, engine) or unsupported_reason(ctx.state, engine.name):
+        return
+    try:
+        inputs = planned_inputs(ctx.state, nxt, ctx.cache)
+        _refuse_unrewritable(ctx, inputs)
+    except CompactorError:
+        return  # its own run reports it
+    key = ctx.commit_metadata[MARKER] + ":next"
+    prepared = _prepare(nxt, ctx, engine, schema, key, background=True)
+    ctx.cache["prepared"] = (prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
+
+
 def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -> ActionOutcome:
     state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
     read_version = int(state.version or 0)
@@ -167,27 +261,27 @@ def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -
     _refuse_unrewritable(ctx, inputs)
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
-    jobs, outputs, staging = _jobs(uri, action)
     marker = ctx.commit_metadata[MARKER]
-    journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                            outputs=outputs, staging=staging, storage_options=so)
-    with journal:
-        try:
-            written = engine.rewrite(jobs, schema)
-            verify_footers(action.bins, written)
-            added = [NewFile(rel, w.size, dict(action.partition), w.stats, w.rows) for rel, w in zip(outputs, written)]
-            removed = [inputs[p] for p in action.input_paths]
-            own = commit_swap(dt, uri, so, read_version=read_version, removed=removed, added=added,
-                              commit_metadata=ctx.commit_metadata)
-        except BaseException:
-            discard_uncommitted(uri, so, outputs, staging, read_version, marker)
-            raise
+    prepared = _take_prepared(ctx, action) or _prepare(action, ctx, engine, schema, marker, background=False)
+    try:
+        written = prepared.future.result()
+        _prepare_next(ctx, engine, schema)  # the next action's bins are rewritten while this one commits
+        verify_footers(action.bins, written)
+        added = [NewFile(rel, w.size, dict(action.partition), w.stats, w.rows)
+                 for rel, w in zip(prepared.outputs, written)]
+        removed = [inputs[p] for p in action.input_paths]
+        own = commit_swap(dt, uri, so, read_version=read_version, removed=removed, added=added,
+                          commit_metadata=ctx.commit_metadata)
+    except BaseException as e:
+        _end(prepared, uri, so, read_version, marker, e)
+        raise
+    _end(prepared, uri, so, read_version, marker, None)
     outcome = ActionOutcome(
         files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
         bytes_added=sum(a.size for a in added), rows_removed=sum(w.rows_in for w in written),
         rows_added=sum(w.rows for w in written), version_before=read_version, version_after=own.version,
         removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
-        details={"bins": len(jobs)})
+        details={"bins": len(action.bins)})
     return _after_commit(ctx, dt, own, removed, outcome)
 
 

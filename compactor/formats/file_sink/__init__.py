@@ -48,6 +48,9 @@ class FileSinkFormat:
 
         return recover(SinkRoot(uri, storage_options))
 
+    def finish(self, cache: dict[str, Any]) -> None:
+        pass
+
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state
 
