@@ -92,7 +92,7 @@ def slow_write(args: argparse.Namespace) -> dict:
     except Exception as e:  # noqa: BLE001 - reported, the parent decides
         error = str(e).splitlines()[0][:500]
     seconds = time.monotonic() - t0
-    out = {"seconds": round(seconds, 2), "error": error}
+    out = {"seconds": round(seconds, 2), "write_end_epoch": time.time(), "error": error}
     if error is None:
         back = spark.read.parquet(args.out)
         out.update(rows=back.count(), distinct=back.distinct().count())
