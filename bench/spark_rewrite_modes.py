@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compactor.engines import delta_commit  # noqa: E402
 from compactor.engines.delta_commit import NewFile, table_fs  # noqa: E402
@@ -216,5 +217,4 @@ class _master:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     main()
