@@ -1,28 +1,32 @@
-"""Spark at scale: compactor's spark engine (method rewrite) vs delta-spark OPTIMIZE on a table of
-200 partitions x 10 small files, on local[2] and on a standalone cluster (tests/cluster.py: a master and
-two 1-core workers on 127.0.0.1).
+"""Spark at scale: compactor's spark engine (``method: rewrite``) vs delta-spark OPTIMIZE on a table of
+200 partitions x 10 small files, on ``local[2]`` and on a standalone cluster (tests/cluster.py: a master
+and two 1-core workers on 127.0.0.1).
 
 The table is written once by Spark (Delta jars, local[2]): 10 appends of one task each, so every append
 writes one file into each of the 200 partitions (500 rows per file). Every timed run gets a fresh copy.
 
 Sides (each one whole process, interpreter and JVM start included; the plan is made beforehand, untimed):
 - ``compactor``: ``python -m compactor apply plan.json --project-dir P`` with a profile ``engine: spark``,
-  ``spark.master`` set to the environment's master. Today's engine: one single-task Spark job per bin,
-  one action (and one delta-rs commit) per partition.
+  ``spark.master`` = the environment's master, ``COMPACTOR_WATCH_WINDOW=0``, policy ``method: rewrite``
+  (compactor's own rewrite, never delta-spark's OPTIMIZE), and the engine's own concurrency settings.
+- ``sequential``: the same, with a profile that makes the engine rewrite one bin at a time and commit
+  every bin on its own: ``threads: 1`` and, where the profile schema has them,
+  ``max_concurrent_rewrites: 1`` and ``commit_every_bins: 1`` (each key written only if
+  compactor/schemas/profiles.schema.json accepts it). The "old sequential engine" reference.
 - ``optimize``: a script building the same session (``build_session``, Delta jars) and running
   ``OPTIMIZE delta.`<copy>``` with maxFileSize/minFileSize = the policy's target size.
-- ``pool`` / ``union`` (``--prototypes``): bench/spark_concurrent_rewrite.py, the concurrency prototypes.
 
 Sides alternate (the order rotates each round); the figure is the median of ``--repeat`` runs. After
 every run the table is checked (untimed): 200 live files, every id exactly once.
 
-    python bench/spark_scale.py [--repeat 3] [--envs local,cluster] [--prototypes]
+    python bench/spark_scale.py [--repeat 3] [--envs local,cluster] [--sides compactor,sequential,optimize]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -42,6 +46,8 @@ BASE_CONF = {"spark.ui.showConsoleProgress": "false"}
 #: partition counts, so both environments run Spark's defaults)
 CLUSTER_CONF = {"spark.executor.memory": "1g", "spark.executor.cores": "1", "spark.cores.max": "2",
                 "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"}
+#: profile keys of the sequential side, in the order tried; each is written only if the schema has it
+SEQUENTIAL_KEYS = {"threads": 1, "max_concurrent_rewrites": 1, "commit_every_bins": 1}
 
 BUILD = textwrap.dedent("""
     import sys
@@ -72,19 +78,37 @@ OPTIMIZE = textwrap.dedent("""
 """)
 
 
+def profile_keys() -> set[str]:
+    """The keys a profile output accepts (compactor's packaged profiles schema)."""
+    schema = json.loads((REPO / "compactor" / "schemas" / "profiles.schema.json").read_text())
+    output = schema["additionalProperties"]["properties"]["outputs"]["additionalProperties"]
+    return set(output["properties"])
+
+
+def sequential_settings() -> dict[str, int]:
+    accepted = profile_keys()
+    return {k: v for k, v in SEQUENTIAL_KEYS.items() if k in accepted}
+
+
 def build(path: Path) -> None:
     subprocess.run([sys.executable, "-c", BUILD, str(path), str(PARTITIONS), str(APPENDS), str(ROWS)], check=True,
-                   capture_output=True, cwd=path.parent)
+                   capture_output=True, cwd=path.parent, env=_env())
 
 
-def make_project(root: Path, table: Path, master: str, conf: dict[str, str]) -> Path:
+def _env() -> dict[str, str]:
+    return {**os.environ, "COMPACTOR_WATCH_WINDOW": "0",
+            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def make_project(root: Path, table: Path, master: str, conf: dict[str, str], extra: dict[str, int]) -> Path:
     (root / "policies").mkdir(parents=True, exist_ok=True)
     (root / "compactor.yml").write_text("name: bench\nprofile: bench\n")
+    keys = "".join(f"      {k}: {v}\n" for k, v in extra.items())
     (root / "profiles.yml").write_text(
-        "bench:\n  target: t\n  outputs:\n    t:\n      engine: spark\n"
+        "bench:\n  target: t\n  outputs:\n    t:\n      engine: spark\n      watch_window: 0\n" + keys +
         f"      spark:\n        master: \"{master}\"\n        conf: {json.dumps(conf)}\n")
     (root / "policies" / "t.yml").write_text(
-        f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction:\n"
+        f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction:\n      method: rewrite\n"
         f"      target_file_size: {TARGET}\n      triggers: {{min_input_files: 2}}\n")
     return root
 
@@ -103,20 +127,18 @@ def run_side(side: str, base: Path, master_table: Path, master: str, conf: dict[
     work = base / tag
     copy = work / "t"
     shutil.copytree(master_table, copy)
-    proj = make_project(work / "proj", copy, master, conf)
+    proj = make_project(work / "proj", copy, master, conf, sequential_settings() if side == "sequential" else {})
     plan = proj / "target" / "plan.json"
     subprocess.run([sys.executable, "-m", "compactor", "plan", "--project-dir", str(proj), "--out", str(plan)],
-                   check=True, capture_output=True, cwd=work)
-    if side == "compactor":
+                   check=True, capture_output=True, cwd=work, env=_env())
+    if side in ("compactor", "sequential"):
         cmd = [sys.executable, "-m", "compactor", "apply", str(plan), "--project-dir", str(proj)]
     elif side == "optimize":
         cmd = [sys.executable, "-c", OPTIMIZE, str(copy), master, json.dumps(conf), str(TARGET)]
     else:
-        mode, threads = side.split("-") if "-" in side else (side, "0")
-        cmd = [sys.executable, str(REPO / "bench" / "spark_concurrent_rewrite.py"), str(copy), str(plan),
-               "--master", master, "--conf", json.dumps(conf), "--mode", mode, "--threads", threads]
+        raise SystemExit(f"unknown side {side}")
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=work)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=work, env=_env())
     took = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{side} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
@@ -141,11 +163,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--envs", default="local,cluster")
-    ap.add_argument("--sides", default="compactor,optimize")
-    ap.add_argument("--prototypes", action="store_true", help="also pool and union (spark_concurrent_rewrite.py)")
+    ap.add_argument("--sides", default="compactor,sequential,optimize")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    sides = args.sides.split(",") + (["pool", "union"] if args.prototypes else [])
+    sides = args.sides.split(",")
+    print(f"sequential profile keys: {sequential_settings()}", file=sys.stderr, flush=True)
     base = Path(tempfile.mkdtemp(prefix="compactor-spark-scale-"))
     master_table = base / "master"
     t0 = time.time()
@@ -172,6 +194,12 @@ def main() -> None:
     for env, per in results.items():
         for side, ts in per.items():
             print(f"| {env} | {side} | {', '.join(f'{t:.1f}' for t in ts)} | {statistics.median(ts):.1f} |")
+    for env, per in results.items():
+        med = {s: statistics.median(ts) for s, ts in per.items()}
+        if "sequential" in med and "compactor" in med:
+            print(f"{env}: sequential / compactor = {med['sequential'] / med['compactor']:.2f}x")
+        if "optimize" in med and "compactor" in med:
+            print(f"{env}: compactor / optimize = {med['compactor'] / med['optimize']:.2f}x")
 
 
 if __name__ == "__main__":
