@@ -23,17 +23,21 @@ This module imports neither pyspark nor pytest at import time: driver scripts im
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -221,10 +225,20 @@ class StandaloneCluster:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.stop_driver(proc)
-            raise AssertionError(f"driver {script} timed out after {timeout}s\n{_tail(self.root / 'logs' / f'{name}.log')}")
+            raise AssertionError(f"driver {script} timed out after {timeout}s\n"
+                                 f"{_tail(self.root / 'logs' / f'{name}.log')}") from None
         if proc.returncode != 0:
             raise AssertionError(f"driver {script} exited {proc.returncode}\n{_tail(self.root / 'logs' / f'{name}.log')}")
         return out
+
+    def serve_driver(self, script: str | Path, *args: str, log_name: str = "serve",
+                     timeout: float = 300.0) -> DriverClient:
+        """Start ``script serve <master_url> *args`` (tests/cluster/driver.py) and wait until it is ready."""
+        proc = self.start_driver(script, "serve", self.master_url, *args, log_name=log_name)
+        client = DriverClient(proc, self.root / "logs" / f"{log_name}.log")
+        client.app_id = client.line("app", timeout).split()[1]
+        client.executors = int(client.line("ready", timeout).split()[1])
+        return client
 
     # ------------------------------------------------------------------ logs
 
@@ -247,13 +261,77 @@ class StandaloneCluster:
         return {w.name: w.log().count(f"Asked to launch executor {app_id}/") for w in self.workers}
 
 
+class DriverClient:
+    """Requests to a ``serve`` driver subprocess: one JSON line in, one ``result {...}`` line out. A reader
+    thread moves its stdout into a queue, so every wait has a timeout."""
+
+    def __init__(self, proc: subprocess.Popen[str], log_path: Path) -> None:
+        self.proc, self.log_path = proc, log_path
+        self.app_id = ""
+        self.executors = 0
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def line(self, prefix: str, timeout: float) -> str:
+        """The next stdout line starting with ``prefix`` (others are skipped)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"driver: no '{prefix}' line within {timeout}s\n{_tail(self.log_path)}") from None
+            if line is None:
+                raise AssertionError(f"driver exited ({self.proc.wait()}) before a '{prefix}' line\n"
+                                     f"{_tail(self.log_path)}")
+            if line.startswith(prefix + " ") or line == prefix:
+                return line
+
+    def send(self, request: Mapping[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+
+    def result(self, timeout: float = 300.0) -> dict[str, Any]:
+        return json.loads(self.line("result", timeout)[len("result "):])
+
+    def request(self, request: Mapping[str, Any], timeout: float = 300.0) -> dict[str, Any]:
+        self.send(request)
+        return self.result(timeout)
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Ask the driver to stop its session and exit; SIGKILL its group if it does not."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                self.send({"op": "quit"})
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+class DaemonExited(RuntimeError):
+    """A master or worker JVM exited while starting (the launcher or Java cannot run here)."""
+
+
 def _wait_for(cond: Any, timeout: float, what: str, daemons: Sequence[Daemon]) -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         dead = [d for d in daemons if not d.alive()]
         if dead or time.monotonic() > deadline:
             why = f"{dead[0].name} exited with {dead[0].proc.returncode}" if dead else f"timeout after {timeout}s"
-            raise RuntimeError(f"{what} ({why})\n" + "\n".join(f"--- {d.name}\n{_tail(d.log_path)}" for d in daemons))
+            logs = "\n".join(f"--- {d.name}\n{_tail(d.log_path)}" for d in daemons)
+            raise (DaemonExited if dead else RuntimeError)(f"{what} ({why})\n{logs}")
         time.sleep(0.2)
 
 

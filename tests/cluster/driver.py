@@ -4,6 +4,15 @@ local SparkContext). Each prints ``app <application id>`` as soon as its session
 
     python tests/cluster/driver.py roundtrip <master_url> <table_dir> [--rows N]
     python tests/cluster/driver.py slow_write <master_url> <out_dir> --tasks N --task-seconds S [--single]
+    python tests/cluster/driver.py serve <master_url>
+
+``serve`` keeps one session (one application on the cluster) for many requests: it prints ``app <id>``
+and ``ready <executors>``, then reads one JSON request a line from stdin and answers each with one
+``result {...}`` line (the tests' session-scoped driver, tests/cluster/conftest.py):
+
+    {"op": "apply", "plan": "<plan.json>"}   compactor's apply_plan with the spark engine on this session
+    {"op": "executors", "wait_for": 2}       executors registered (waiting up to 120 s for ``wait_for``)
+    {"op": "quit"}
 """
 
 from __future__ import annotations
@@ -100,6 +109,59 @@ def slow_write(args: argparse.Namespace) -> dict:
     return out
 
 
+def _apply(spark, req: dict) -> dict:
+    """apply_plan on the plan file with a spark engine reusing this session (no watch window)."""
+    from compactor.engines.spark import SparkEngine
+    from compactor.project.model import Target
+    from compactor.tasks.apply import apply_plan
+    from compactor.tasks.plan_file import load_plan
+
+    target = Target(engine="spark", watch_window_s=0.0)
+    engine = SparkEngine(target)
+    t0 = time.monotonic()
+    try:
+        run = apply_plan(load_plan(req["plan"]), target=target, engine=engine)
+    except Exception as e:  # noqa: BLE001 - reported to the test, which decides
+        return {"raised": f"{type(e).__name__}: {e}"[:2000], "seconds": round(time.monotonic() - t0, 2)}
+    finally:
+        engine.close()  # does not stop a session it did not create
+    return {"ok": run.ok, "seconds": round(time.monotonic() - t0, 2),
+            "results": [{"partition": dict(r.partition), "type": r.type, "status": r.status, "error": r.error,
+                         "files_removed": r.files_removed, "files_added": r.files_added,
+                         "version_after": r.table_version_after} for r in run.results]}
+
+
+def _wait_executors(spark, n: int, timeout: float = 120.0) -> int:
+    deadline = time.monotonic() + timeout
+    while _executors(spark) < n and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _executors(spark)
+
+
+def serve(args: argparse.Namespace) -> None:
+    """One session, many requests (stdin -> stdout, one JSON line each); see the module docstring."""
+    spark = cluster_session(args.master, "compactor-cluster-tests", delta_jars=False)
+    spark.sparkContext.setLogLevel(args.log_level)
+    _say("app", spark.sparkContext.applicationId)
+    _say("ready", _wait_executors(spark, 2))
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            if req["op"] == "quit":
+                break
+            if req["op"] == "apply":
+                out = _apply(spark, req)
+            elif req["op"] == "executors":
+                out = {"executors": _wait_executors(spark, int(req.get("wait_for", 0)))}
+            else:
+                out = {"raised": f"unknown op {req['op']}"}
+            _say("result", json.dumps(out))
+    finally:
+        spark.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -115,7 +177,13 @@ def main() -> None:
     s.add_argument("--rows", type=int, default=120_000)
     s.add_argument("--single", action="store_true")
     s.add_argument("--log-level", default="ERROR", help="WARN shows lost tasks and their retries")
+    v = sub.add_parser("serve")
+    v.add_argument("master")
+    v.add_argument("--log-level", default="WARN", help="WARN logs lost executors and task retries")
     args = ap.parse_args()
+    if args.cmd == "serve":
+        serve(args)
+        return
     result = {"roundtrip": roundtrip, "slow_write": slow_write}[args.cmd](args)
     _say("result", json.dumps(result))
 

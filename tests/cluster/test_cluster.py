@@ -1,125 +1,142 @@
-"""A real standalone cluster: Delta round trip across two workers, and a worker SIGKILLed mid-job."""
+"""compactor's spark engine on a real standalone cluster (tests/cluster.py): apply_plan in a driver
+subprocess whose executors run on two worker JVMs, tables checked in this process through delta-rs.
+
+One session-scoped cluster and one driver application serve every test here (tests/cluster/conftest.py).
+"""
 
 from __future__ import annotations
 
-import json
+import re
 import time
+from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
 
-from tests.cluster import StandaloneCluster
+from compactor.formats.delta.state import read_delta_state
+from compactor.tasks.plan_file import write_plan
+from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
+from tests.cluster import DriverClient, StandaloneCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
-DRIVER = Path(__file__).with_name("driver.py")
+
+def _live(t: Path) -> set[str]:
+    return set(read_delta_state(str(t)).paths)
 
 
-def _parse(stdout: str) -> tuple[str, dict]:
-    app = next(line.split()[1] for line in stdout.splitlines() if line.startswith("app "))
-    result = next(line[len("result "):] for line in stdout.splitlines() if line.startswith("result "))
-    return app, json.loads(result)
+def _bin_of_four(t: Path) -> int:
+    """A target size of 4.5 of the table's (equal, freshly appended) files: bins of 4 files, and outputs
+    of ~4 files are above the small-file threshold (half the target), so a compacted partition is done."""
+    return int(max(f.stat().st_size for f in t.rglob("*.parquet")) * 4.5)
 
 
-def test_delta_round_trip_on_two_workers(cluster: StandaloneCluster, tmp_path: Path) -> None:
+def _plan(t: Path, out: Path, target: int):
+    """A spark-engine plan (method rewrite) for table ``t``, written to ``out``."""
+    plan = plan_for(t, engine="spark", target_size=target)
+    write_plan(plan, out)
+    return plan
+
+
+def _leftovers(t: Path) -> dict[str, list[str]]:
+    """What an apply must not leave behind: journals, staging folders, files no commit added."""
+    return {"journals": sorted(str(p.relative_to(t)) for p in (t / "_compactor").rglob("*")
+                               if p.is_file() and "journal" in str(p)),
+            "staging": sorted(str(p.relative_to(t)) for p in t.rglob("_compactor_staging_*")),
+            "unreferenced": sorted(on_disk_unreferenced(t))}
+
+
+def _executor_tasks(cluster: StandaloneCluster, app: str) -> Counter:
+    """Tasks each worker's executors of ``app`` started (their stderr's "Running task" lines)."""
+    return Counter({k.split("/")[0]: log.count("Running task") for k, log in cluster.executor_logs(app).items()})
+
+
+def test_apply_on_two_workers(cluster: StandaloneCluster, driver: DriverClient, tmp_path: Path) -> None:
+    """Every planned action commits; the log swaps exactly the planned inputs for the expected outputs;
+    every id is live exactly once; the bins ran on executors of both workers."""
     t = tmp_path / "t"
-    rows = 10_000
-    app, res = _parse(cluster.run_driver(DRIVER, "roundtrip", cluster.master_url, str(t), "--rows", str(rows)))
-    if not res["delta"]:
-        pytest.skip("the Delta Lake jars could not be loaded into the cluster driver")
-    assert res["executors"] == 2
-    assert (res["count"], res["distinct"], res["min"], res["max"]) == (rows, rows, 0, rows - 1)
-    assert res["sum"] == rows * (rows - 1) // 2 and res["sum_v"] == res["sum"] * 0.5
-    assert res["parts"] == ["0", "1", "2", "3"]
-    # one executor on each worker, and each of them ran tasks of this application
-    live = [w.name for w in cluster.alive_workers()]
-    launched = cluster.launched_executors(app)
-    assert [launched[w] for w in live] == [1, 1], launched
-    ran = {k.split("/")[0] for k, log in cluster.executor_logs(app).items() if "Running task" in log}
-    assert ran == set(live)
-    # an independent reader (delta-rs's log, pyarrow file by file, in this process) sees every row once
-    live = DeltaTable(str(t)).file_uris()
-    seen = sorted(i for u in live for i in pq.ParquetFile(u).read(columns=["id"]).column("id").to_pylist())
-    assert seen == list(range(rows))
+    n = make_table(t, partitions=4, appends=8, rows=500)
+    plan = _plan(t, tmp_path / "plan.json", _bin_of_four(t))
+    actions = plan.tables[0].actions
+    assert len(actions) == 4 and all(len(a.bins) == 2 for a in actions), [len(a.bins) for a in actions]
+    before = _live(t)
+    tasks_before = _executor_tasks(cluster, driver.app_id)
+    res = driver.request({"op": "apply", "plan": str(tmp_path / "plan.json")})
+    assert res.get("ok"), res
+    assert [r["status"] for r in res["results"]] == ["success"] * 4
+    after = _live(t)
+    planned = {p for a in actions for p in a.input_paths}
+    assert planned <= before and not (planned & after), "a planned input is still live"
+    assert before - planned <= after, "a file outside the plan was removed"
+    added = after - before
+    assert len(added) == sum(a.expected_output_files for a in actions) == 8
+    assert all(p.endswith("-compactor.c000.snappy.parquet") for p in added)
+    for r, a in zip(res["results"], actions):
+        assert (r["files_removed"], r["files_added"]) == (a.input_files, a.expected_output_files)
+    exactly_once(t, n)
+    assert _leftovers(t) == {"journals": [], "staging": [], "unreferenced": []}
+    ran = _executor_tasks(cluster, driver.app_id) - tasks_before
+    assert len([w for w, k in ran.items() if k > 0]) == 2, f"tasks per worker: {dict(ran)}"
 
 
-def _committed_tasks(out: Path) -> int:
-    """Tasks whose output the (v1) FileOutputCommitter has committed into the job's _temporary folder."""
-    return len(list(out.glob("_temporary/0/task_*")))
+def _running_worker(cluster: StandaloneCluster, app: str) -> int | None:
+    """The index of a live worker whose executor of ``app`` has a task running right now."""
+    for k, log in cluster.executor_logs(app).items():
+        w = int(k.split("/")[0].removeprefix("worker"))
+        if cluster.workers[w].alive() and log.count("Running task") > log.count("Finished task"):
+            return w
+    return None
 
 
-def _wait(cond, timeout: float, what: str, driver, cluster: StandaloneCluster, log_name: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if driver.poll() is not None or time.monotonic() > deadline:
-            log = (cluster.root / "logs" / f"{log_name}.log").read_text(errors="replace")
-            raise AssertionError(f"{what} (driver exit code {driver.poll()})\n" + "\n".join(log.splitlines()[-30:]))
-        time.sleep(0.1)
+def test_worker_killed_mid_apply(cluster: StandaloneCluster, driver: DriverClient, tmp_path: Path) -> None:
+    """A worker's process group (worker JVM + executor + Python workers) is SIGKILLed while bins are being
+    written. Spark re-runs the lost tasks on the other executor and the apply succeeds, or compactor fails
+    the action cleanly; either way every id stays live exactly once, nothing is left behind, and a new
+    plan + apply converges (no compaction left)."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=6, appends=8, rows=40_000)  # bins of 160k rows: tasks of ~1 s or more
+    target = _bin_of_four(t)
+    plan = _plan(t, tmp_path / "plan.json", target)
+    actions = plan.tables[0].actions
+    before = _live(t)
+    driver.send({"op": "apply", "plan": str(tmp_path / "plan.json")})
+    # bins are being written once a staging folder holds Spark's _temporary; then pick a busy worker
+    deadline, victim = time.monotonic() + 120, None
+    while time.monotonic() < deadline and victim is None:
+        if any(t.glob("*/_compactor_staging_*/_temporary")):
+            victim = _running_worker(cluster, driver.app_id)
+        time.sleep(0.05)
+    assert victim is not None, f"no bin was seen being written\n{driver.log()[-3000:]}"
+    cluster.kill_worker(victim)
+    res = driver.result(timeout=300)
+    assert "raised" not in res, res
+    statuses = [r["status"] for r in res["results"]]
+    # a task lost with its executor is re-run as attempt 1+ on the other one (the driver logs that at INFO)
+    retried = sum(len(re.findall(r"Running task \d+\.[1-9]\d* in stage", log))
+                  for log in cluster.executor_logs(driver.app_id).values())
+    print(f"kill outcome: {statuses}; task attempts retried {retried}; apply {res['seconds']} s")
+    assert set(statuses) <= {"success", "error"}, res
+    assert "Lost executor" in driver.log(), "the driver did not see the executor die"
+    # the log: succeeded actions swapped their inputs, failed ones left theirs live
+    after = _live(t)
+    for r, a in zip(res["results"], actions):
+        live_inputs = set(a.input_paths) & after
+        assert live_inputs == (set() if r["status"] == "success" else set(a.input_paths)), r
+    assert len(after - before) == sum(a.expected_output_files for r, a in zip(res["results"], actions)
+                                      if r["status"] == "success")
+    exactly_once(t, n)
+    assert _leftovers(t) == {"journals": [], "staging": [], "unreferenced": []}
 
-
-def test_worker_sigkilled_mid_write(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """12 tasks of ~3 s on two 1-core workers; one worker's process group (worker + executor + its Python
-    workers) is SIGKILLed once two tasks have committed. The job still succeeds on the other worker,
-    every row is written once, and only the final files are left (no attempt files)."""
-    out = tmp_path / "out"
-    tasks, rows = 12, 120_000
-    drv = cluster.start_driver(DRIVER, "slow_write", cluster.master_url, str(out), "--tasks", str(tasks),
-                               "--task-seconds", "3", "--rows", str(rows), log_name="kill-mid-write")
-    lines = []
-    try:
-        lines.append(drv.stdout.readline())
-        lines.append(drv.stdout.readline())
-        assert lines[1].split() == ["executors", "2"], lines
-        _wait(lambda: _committed_tasks(out) >= 2, 240, "no task committed", drv, cluster, "kill-mid-write")
-        victim = cluster.alive_workers()[0]
-        cluster.kill_worker(cluster.workers.index(victim))
-        stdout, _ = drv.communicate(timeout=300)
-    finally:
-        cluster.stop_driver(drv)
-    _, res = _parse("".join(lines) + stdout)
-    assert res["error"] is None, res
-    assert (res["rows"], res["distinct"]) == (rows, rows)
-    files = sorted(p.name for p in out.iterdir())
-    assert len([f for f in files if f.startswith("part-") and f.endswith(".parquet")]) == tasks, files
-    assert "_temporary" not in files and "_SUCCESS" in files
-    log = (cluster.root / "logs" / "kill-mid-write.log").read_text()
-    assert "Lost executor" in log or "lost executor" in log.lower()
-    assert len(cluster.alive_workers()) == 1
-
-
-def test_single_task_bin_write_survives_worker_kill(cluster: StandaloneCluster, tmp_path: Path) -> None:
-    """compactor's bin shape: one task (coalesce(1)) writing one file. SIGKILL the worker running it:
-    the task is re-run on the other worker and the output folder holds exactly one data file."""
-    out = tmp_path / "out"
-    drv = cluster.start_driver(DRIVER, "slow_write", cluster.master_url, str(out), "--tasks", "6",
-                               "--task-seconds", "2", "--rows", "60000", "--single", log_name="kill-single")
-    lines = []
-    try:
-        lines.append(drv.stdout.readline())
-        app = lines[0].split()[1]
-        lines.append(drv.stdout.readline())
-        assert lines[1].split() == ["executors", "2"], lines
-
-        def running() -> str | None:
-            hits = [k for k, log in cluster.executor_logs(app).items() if "Running task 0.0 in stage" in log]
-            return hits[0].split("/")[0] if hits else None
-
-        _wait(lambda: running() is not None, 240, "the write task never started", drv, cluster, "kill-single")
-        time.sleep(2)  # inside the task, after the first input partition
-        victim = running()
-        cluster.kill_worker(int(victim.removeprefix("worker")))
-        stdout, _ = drv.communicate(timeout=300)
-    finally:
-        cluster.stop_driver(drv)
-    _, res = _parse("".join(lines) + stdout)
-    assert res["error"] is None, res
-    assert (res["rows"], res["distinct"]) == (60_000, 60_000)
-    data = [p.name for p in out.iterdir() if p.name.startswith("part-")]
-    assert len(data) == 1 and data[0].endswith(".parquet"), sorted(p.name for p in out.iterdir())
-    assert not (out / "_temporary").exists()
-    # the retried attempt ran on the surviving worker
-    retried = [k for k, log in cluster.executor_logs(app).items()
-               if "Running task 0.1 in stage" in log]
-    assert retried and not retried[0].startswith(victim + "/"), retried
+    # converge: replace the worker, plan again, apply, and nothing is left to compact
+    cluster.ensure_workers(2)
+    assert driver.request({"op": "executors", "wait_for": 2}, timeout=180)["executors"] == 2
+    again = _plan(t, tmp_path / "plan2.json", target)
+    failed = statuses.count("error")
+    assert len(again.tables[0].actions) == failed, (statuses, [a.partition for a in again.tables[0].actions])
+    if failed:
+        res2 = driver.request({"op": "apply", "plan": str(tmp_path / "plan2.json")})
+        assert res2.get("ok"), res2
+    final = _plan(t, tmp_path / "plan3.json", target)
+    assert not final.tables[0].actions, [a.partition for a in final.tables[0].actions]
+    exactly_once(t, n)
+    assert _leftovers(t) == {"journals": [], "staging": [], "unreferenced": []}
