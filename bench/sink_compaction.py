@@ -43,12 +43,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
 
-    from compactor.tasks.apply import apply_plan
     from compactor.engines.spark_session import get_or_create_session
-    from compactor.tasks.plan import build_plan
+    from compactor.formats.file_sink.state import read_sink_state
     from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
     from compactor.project.model import Target
-    from compactor.formats.file_sink.state import read_sink_state
+    from compactor.tasks.apply import apply_plan
+    from compactor.tasks.plan import build_plan
 
     spark = get_or_create_session()
     spark.sparkContext.setLogLevel("ERROR")
@@ -74,7 +74,7 @@ def main() -> None:
                          compaction=Compaction(target_file_size=256 << 20, min_file_size=64 << 20,
                                                triggers=Triggers(min_input_files=2)),
                          sink=Sink(quiet_period=0, downstream_streaming_readers="none"))
-    plan = build_plan([policy], {"bench": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(engine="spark"),
+    plan = build_plan([policy], {"bench": state}, now=dt.datetime.now(dt.UTC), target=Target(engine="spark"),
                       project_name="bench")
     bins = sum(len(a.bins) for a in plan.tables[0].actions)
     inputs = [f for a in plan.tables[0].actions for f in a.input_paths]

@@ -6,9 +6,10 @@ Every function returns a result object and never exits the process; deliberate f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from compactor.project.model import ProjectOptions
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.project.compile import CompiledProject, ValidationResult
 
 
-def validate(options: ProjectOptions = ProjectOptions()) -> "ValidationResult":
+def validate(options: ProjectOptions = ProjectOptions()) -> ValidationResult:
     """Load, render and validate every policy. Never raises for invalid policies: the result
     carries every diagnostic (``result.ok`` is False)."""
     from compactor.project.compile import validate_project
@@ -26,7 +27,7 @@ def validate(options: ProjectOptions = ProjectOptions()) -> "ValidationResult":
     return validate_project(options)
 
 
-def compile_project(options: ProjectOptions = ProjectOptions()) -> "CompiledProject":
+def compile_project(options: ProjectOptions = ProjectOptions()) -> CompiledProject:
     """Like validate, but raises PolicyError when invalid; returns the project, target and the
     selected TablePolicy objects."""
     from compactor.project.compile import compile_project as _compile
@@ -40,7 +41,7 @@ def plan(
     now: datetime | None = None,
     out: Path | None = None,
     progress: Any = None,
-) -> "Plan":
+) -> Plan:
     """Inspect the selected tables and build a plan (a pure function of policies, states and now).
     Writes it to ``out`` when given."""
     from compactor.tasks.plan import plan_project
@@ -52,22 +53,24 @@ def apply(
     options: ProjectOptions = ProjectOptions(),
     *,
     plan_file: Path | None = None,
-    plan_obj: "Plan | None" = None,
+    plan_obj: Plan | None = None,
     dry_run: bool = False,
     fail_fast: bool = False,
     replan_stale: bool = False,
     now: datetime | None = None,
     progress: Any = None,
     watch_s: float | None = None,
-) -> "RunResults":
+    max_runtime_s: float | None = None,
+) -> RunResults:
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
     Writes run results under the project's target path. ``watch_s``: how long to keep watching each
-    table's log after committing to it (default: the target's ``watch_window``, 3 minutes)."""
+    table's log after committing to it (default: the target's ``watch_window``, 3 minutes).
+    ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``)."""
     from compactor.tasks.apply import apply_project
 
     return apply_project(
         options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-        replan_stale=replan_stale, now=now, progress=progress, watch_s=watch_s,
+        replan_stale=replan_stale, now=now, progress=progress, watch_s=watch_s, max_runtime_s=max_runtime_s,
     )
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 #: partition values that need escaping in paths; "" and None are the two kinds of "no value"
 AWKWARD_VALUES = ("a b", "a/b", "a=b", "50%", "ünï©ødé", "", None)

@@ -47,8 +47,9 @@ def test_readme_starts_with_demo_and_test_commands_and_ci_runs_the_same() -> Non
 
 
 def test_every_cli_command_in_the_registry_is_documented() -> None:
-    from compactor.cli import COMMANDS
     import importlib
+
+    from compactor.cli import COMMANDS
 
     for name, module in COMMANDS.items():
         try:

@@ -8,8 +8,15 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  prepare_output, project_options)
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    fail_on_empty_option,
+    handle_errors,
+    prepare_output,
+    project_options,
+)
 
 
 @click.command("apply")
@@ -25,11 +32,14 @@ from compactor.cli.common import (build_options, check_selection, debug_option, 
 @click.option("--watch", "watch", default=None, metavar="DURATION",
               help="Keep watching each table's log this long after committing and repair a concurrent "
                    "compaction of the same files (default: the profile's watch_window, 3m; 0: off).")
+@click.option("--max-runtime", "max_runtime", default=None, metavar="DURATION",
+              help="Time budget of this run: no new commit group starts after it; work under way commits and "
+                   "the rest is reported skipped for the next run (default: the profile's max_runtime).")
 @fail_on_empty_option
 @debug_option
 @handle_errors
 def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
-            fail_fast, replan_stale, fmt, metrics, watch, fail_on_empty, debug) -> int:
+            fail_fast, replan_stale, fmt, metrics, watch, max_runtime, fail_on_empty, debug) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
     from rich.console import Console
 
@@ -61,16 +71,9 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                 click.echo("Apply cancelled.")
                 return exit_codes.OK
     printer = ProgressPrinter(Console(stderr=True))
-    watch_s = None
-    if watch is not None:
-        from compactor.units import UnitError, parse_duration
-
-        try:
-            watch_s = float(parse_duration(int(watch) if watch.strip().isdigit() else watch))
-        except UnitError as e:
-            raise UsageError(f"--watch: {e}") from None
     run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-                    replan_stale=replan_stale, progress=printer, watch_s=watch_s)
+                    replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
+                    max_runtime_s=_seconds(max_runtime, "--max-runtime"))
     if metrics is not None:
         from compactor.output.metrics import write_metrics
 
@@ -80,3 +83,16 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
     else:
         render_run(run, Console())
     return exit_codes.OK if run.ok else exit_codes.FAILURE
+
+
+def _seconds(value: str | None, option: str) -> float | None:
+    """A duration option (``90``, ``30m``, ``2h``) in seconds; None when not given."""
+    from compactor.errors import UsageError
+    from compactor.units import UnitError, parse_duration
+
+    if value is None:
+        return None
+    try:
+        return float(parse_duration(int(value) if value.strip().isdigit() else value))
+    except UnitError as e:
+        raise UsageError(f"{option}: {e}") from None

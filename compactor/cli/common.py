@@ -7,15 +7,16 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import click
 import yaml
 
-from compactor.project.model import ProjectOptions
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
+from compactor.project.model import ProjectOptions
 from compactor.runtime.storage import install_log_redaction, redact
 
 

@@ -6,8 +6,15 @@ from __future__ import annotations
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import (build_options, check_selection, debug_option, echo_json, fail_on_empty_option,
-                                  handle_errors, project_options)
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    echo_json,
+    fail_on_empty_option,
+    handle_errors,
+    project_options,
+)
 
 
 @click.command("compile")
@@ -20,8 +27,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
     sink retention)."""
     from compactor.errors import PolicyError
-    from compactor.project.compile import compile_project
     from compactor.formats.file_sink.settings import writer_settings
+    from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     compiled = compile_project(options)

@@ -34,11 +34,11 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     from rich.console import Console
 
     from compactor import api
-    from compactor.project.model import ProjectOptions
-    from compactor.tasks.demo import build_demo, table_snapshot
     from compactor.output.apply_render import render_run
     from compactor.output.plan_render import render_text
     from compactor.output.text import plural, safe
+    from compactor.project.model import ProjectOptions
+    from compactor.tasks.demo import build_demo, table_snapshot
     from compactor.tasks.plan_file import write_plan
     from compactor.units import format_size
 

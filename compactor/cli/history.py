@@ -20,8 +20,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
     from rich.table import Table
 
     from compactor.output.text import safe
-    from compactor.tasks.history import load_history
     from compactor.project.loader import load_project
+    from compactor.tasks.history import load_history
     from compactor.units import format_size
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)

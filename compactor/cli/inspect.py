@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
@@ -20,7 +21,7 @@ def _policy_settings(project_dir: Path, table: str) -> dict:
     if pol is None:
         raise UsageError(f"table {table!r} is not declared in {project_dir}")
     s = pol.sink
-    out = {"min_file_size": pol.compaction.min_file_size}
+    out: dict[str, int | None] = {"min_file_size": pol.compaction.min_file_size}
     if s is not None:
         out.update(compact_interval=s.compact_interval, min_batches_to_retain=s.min_batches_to_retain,
                    retention=s.retention)
@@ -45,14 +46,13 @@ def _policy_settings(project_dir: Path, table: str) -> dict:
 def command(path, fmt, policy_project, table, horizon, project_dir, profiles_dir, target_name, debug) -> int:
     """Health report: files and size histogram per partition, small-file share, manifest/log growth, and
     for Delta tables duplicate rewrites in the log (rows live twice) and auto-compaction warnings."""
-    from compactor.tasks.inspect import inspect_path
-
     from compactor.errors import UsageError
+    from compactor.tasks.inspect import inspect_path
 
     if (policy_project is None) != (table is None):
         raise UsageError("--policy-project and --table go together (the policy of TABLE in that project)")
     policy = _policy_settings(policy_project, table) if policy_project and table else None
-    storage_options = {}
+    storage_options: Mapping[str, str] = {}
     if "://" in path and not path.startswith("file:"):
         from compactor import api
         from compactor.project.model import ProjectOptions

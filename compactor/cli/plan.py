@@ -9,8 +9,15 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  prepare_output, project_options)
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    fail_on_empty_option,
+    handle_errors,
+    prepare_output,
+    project_options,
+)
 
 
 @click.command("plan")

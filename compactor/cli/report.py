@@ -7,8 +7,15 @@ from pathlib import Path
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  prepare_output, project_options)
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    fail_on_empty_option,
+    handle_errors,
+    prepare_output,
+    project_options,
+)
 
 
 @click.command("report")
@@ -26,10 +33,10 @@ from compactor.cli.common import (build_options, check_selection, debug_option, 
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, fail_on_empty,
             debug) -> int:
     """Charts of file sizes, small-file share per partition and history, for people and PRs."""
-    from compactor.tasks.report import build_report, collect_report
     from compactor.output.report.png import write_pngs
-    from compactor.tasks.plan_file import load_plan
     from compactor.project.compile import compile_project
+    from compactor.tasks.plan_file import load_plan
+    from compactor.tasks.report import build_report, collect_report
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     compiled = compile_project(options)

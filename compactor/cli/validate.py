@@ -7,8 +7,14 @@ import json
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import (build_options, check_selection, debug_option, fail_on_empty_option, handle_errors,
-                                  project_options)
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    fail_on_empty_option,
+    handle_errors,
+    project_options,
+)
 
 
 @click.command("validate")

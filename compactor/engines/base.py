@@ -4,8 +4,9 @@ table format (formats/delta/run.py, formats/file_sink/run.py) verifies rows and 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -39,10 +40,26 @@ class RewriteEngine(Protocol):
     def versions(self) -> dict[str, str]:
         """Engine library versions for run results."""
 
-    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
+    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema,
+                on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         """Write one file per job with exactly ``schema`` (the table's data columns: no partition
-        columns, microsecond timestamps, never INT96). Returns the files in job order. On failure it
-        raises; outputs already written stay for the caller's journal to clean up."""
+        columns, microsecond timestamps, never INT96), up to the engine's max_concurrent_rewrites jobs
+        at once. Returns the files in job order; ``on_done`` is called as each job finishes (progress).
+        On failure it raises; outputs already written stay for the caller's journal to clean up."""
 
     def close(self) -> None:
         """Release resources (a SparkSession this engine created, ...)."""
+
+
+def reporting(fn: Callable[[BinJob], WrittenFile],
+              on_done: Callable[[BinJob, WrittenFile], None] | None) -> Callable[[BinJob], WrittenFile]:
+    """``fn`` that also reports each finished job to ``on_done``."""
+    if on_done is None:
+        return fn
+
+    def run(job: BinJob) -> WrittenFile:
+        written = fn(job)
+        on_done(job, written)
+        return written
+
+    return run

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compactor.engines.base import BinJob, WrittenFile
+from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.errors import ApplyError
 from compactor.runtime.paths import filesystem, is_remote
@@ -56,16 +57,18 @@ class LocalEngine:
 
         return {"deltalake": deltalake.__version__, "pyarrow": pa.__version__}
 
-    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
+    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema,
+                on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         # inputs are read on their own pool, a few files ahead of each bin's writer: a bin of many small
         # files is bound by per-file reads, which then overlap each other and the writing
         remote = any(is_remote(j.output) for j in jobs)
         width = max(self.threads, READ_AHEAD) if remote else self.threads
         with ThreadPoolExecutor(max_workers=width, thread_name_prefix="read") as readers:
+            one = reporting(lambda j: self._rewrite_bin(j, schema, readers), on_done)
             if len(jobs) <= 1 or self.threads <= 1:
-                return [self._rewrite_bin(j, schema, readers) for j in jobs]
+                return [one(j) for j in jobs]
             with ThreadPoolExecutor(max_workers=min(self.threads, len(jobs)), thread_name_prefix="bin") as bins:
-                return list(bins.map(lambda j: self._rewrite_bin(j, schema, readers), jobs))
+                return list(bins.map(one, jobs))
 
     def _read(self, location: str, schema: pa.Schema) -> tuple[int, pa.Table]:
         """(rows in the footer, the file's rows conformed to ``schema``)."""
@@ -103,7 +106,7 @@ class LocalEngine:
         buffered: list[pa.Table] = []
         buffered_rows = buffered_bytes = 0
         tables: list[pa.Table] = []  # sort: the whole bin (z-order and sort rewrite whole partitions)
-        writer = None if job.sort_by else pq.ParquetWriter(out, schema, filesystem=fs, **WRITE_OPTIONS)
+        writer: Any = None if job.sort_by else pq.ParquetWriter(out, schema, filesystem=fs, **WRITE_OPTIONS)
         try:
             for footer_rows, table in self._inputs(job, schema, readers):
                 rows_in += footer_rows

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,7 +21,7 @@ def _json_value(value: Any, typ: pa.DataType, upper: bool = False) -> Any:
     if pa.types.is_timestamp(typ):
         if isinstance(value, dt.datetime):
             if value.tzinfo is not None:
-                value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+                value = value.astimezone(dt.UTC).replace(tzinfo=None)
             # Delta writers (delta-spark, delta-rs) keep milliseconds; a max cut down to the
             # millisecond would be below the real max and let readers skip a matching file, so it
             # is rounded up instead

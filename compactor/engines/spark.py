@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from compactor.engines.base import BinJob, WrittenFile
+from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.parquet_stats import check_written_schema, footer_rows, footer_stats
 from compactor.errors import ApplyError
 from compactor.project.model import Target
@@ -38,11 +39,15 @@ def partition_predicate(partition: Mapping[str, str | None]) -> str | None:
     return " AND ".join(f"`{c}` IS NULL" if v is None else f"`{c}` = {_sql_literal(v)}" for c, v in partition.items())
 
 
-def optimize_sql(path: str, partition: Mapping[str, str | None], z_order_by: Sequence[str] = ()) -> str:
+def optimize_sql(path: str, partitions: Mapping[str, str | None] | Sequence[Mapping[str, str | None]],
+                 z_order_by: Sequence[str] = ()) -> str:
+    """OPTIMIZE of one partition, or of several at once (``partitions`` a list: their predicates OR-ed)."""
     sql = f"OPTIMIZE delta.`{path}`"
-    pred = partition_predicate(partition)
-    if pred:
-        sql += f" WHERE {pred}"
+    preds = [partition_predicate(p) for p in ([partitions] if isinstance(partitions, Mapping) else partitions)]
+    if len(preds) == 1 and preds[0]:
+        sql += f" WHERE {preds[0]}"
+    elif len(preds) > 1 and all(preds):
+        sql += " WHERE " + " OR ".join(f"({p})" for p in preds)
     if z_order_by:
         sql += " ZORDER BY (" + ", ".join(f"`{c}`" for c in z_order_by) + ")"
     return sql
@@ -110,15 +115,17 @@ class SparkEngine:
             return int(self.target.threads)
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
-    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema) -> list[WrittenFile]:
+    def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema,
+                on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spark_schema = from_arrow_schema(schema)
+        one = reporting(lambda j: self._rewrite_bin(j, schema, spark_schema), on_done)
         workers = min(self.max_concurrent_rewrites(), len(jobs)) if jobs else 1
         if workers <= 1:
-            return [self._rewrite_bin(j, schema, spark_schema) for j in jobs]
+            return [one(j) for j in jobs]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spark-bin") as pool:
-            return list(pool.map(lambda j: self._rewrite_bin(j, schema, spark_schema), jobs))
+            return list(pool.map(one, jobs))
 
     def hadoop_path(self, uri: str) -> str:
         """``uri`` as this session's Hadoop reaches it: ``s3://`` becomes ``s3a://`` unless the session

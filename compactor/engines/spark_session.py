@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings

@@ -15,7 +15,7 @@ _FORMATS = {"delta": "compactor.formats.delta", "spark_file_sink": "compactor.fo
 FORMAT_NAMES = tuple(_FORMATS)
 
 
-def get_format(name: str) -> "TableFormat":
+def get_format(name: str) -> TableFormat:
     module = _FORMATS.get(name)
     if module is None:
         raise UsageError(f"unknown table format {name!r} (known: {', '.join(_FORMATS)})")

@@ -4,8 +4,9 @@ outputs) lives behind it, so tasks never ask which format a table is."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
@@ -24,9 +25,9 @@ class ActionContext:
     table: TablePlan
     #: the table state re-read just before this action (its precondition already checked)
     state: TableState
-    target: "Target"
+    target: Target
     #: the engine that rewrites files (created on first use: sink actions may need Spark under a local target)
-    engine: Callable[[], "RewriteEngine"]
+    engine: Callable[[], RewriteEngine]
     #: custom commit metadata: {"compactor.version", "compactor.plan", "compactor.run_id", "compactor.action"}
     commit_metadata: Mapping[str, str] = field(default_factory=dict)
     dry_run: bool = False
@@ -34,9 +35,11 @@ class ActionContext:
     watch_s: float = 0.0
     #: per-table scratch space kept across the table's actions (a format's open table handle, ...)
     cache: dict[str, Any] = field(default_factory=dict)
-    #: the table's next action, when it will run (its precondition holds on ``state``): a format may
-    #: start preparing it (rewriting its bins) while this action commits
-    next_action: Action | None = None
+    #: the table's next commit group, when it will run (preconditions hold on ``state``): a format may
+    #: start preparing it (rewriting its bins) while this one commits
+    next_group: tuple[Action, ...] = ()
+    #: called with a bin's input bytes as each bin is written (progress)
+    on_bin_done: Callable[[int], None] | None = None
 
     @property
     def storage_options(self) -> Mapping[str, str]:
@@ -82,6 +85,14 @@ class TableFormat(Protocol):
 
     def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
         """Perform one action (its precondition already checked on ``ctx.state``)."""
+
+    def group_key(self, action: Action, state: TableState, engine: RewriteEngine, uri: str) -> Any:
+        """Consecutive actions with the same key may share one commit (``run_group``); None: ``action``
+        runs on its own."""
+
+    def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
+        """Perform consecutive actions of one group key with one commit. Per action, its ActionOutcome or the
+        CompactorError that kept it out of the commit (e.g. stale); raises when nothing was committed."""
 
     def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
         """Clean up after runs that were killed (call while holding the table lease); returns the files

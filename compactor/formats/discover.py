@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from compactor.errors import TableReadError
 from compactor.runtime.paths import is_remote, local_path

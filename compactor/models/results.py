@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
-
+from typing import Any, Literal
 
 RUN_RESULTS_SCHEMA_VERSION = 1
 #: action types that rewrite data files (planning/actions.py REWRITE_ACTIONS; a test keeps them equal)
@@ -72,7 +72,7 @@ class RunResults:
         return {"schema_version": d.pop("schema_version"), **d}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RunResults":
+    def from_dict(cls, d: Mapping[str, Any]) -> RunResults:
         d = dict(d)
         results = [ActionResult(**r) for r in d.pop("results", [])]
         totals = RunTotals(**d.pop("totals", {}))

@@ -17,12 +17,21 @@ from compactor.units import format_size
 class ProgressPrinter:
     """Progress callback: a live line on a terminal, plain log lines otherwise."""
 
+    #: seconds between two bin progress lines of a table
+    BINS_EVERY_S = 2.0
+
     def __init__(self, console: Console) -> None:
         self.console = console
         self.done_bytes = 0
+        self.bins_printed: dict[str, float] = {}
 
     def __call__(self, event: str, data: dict[str, Any]) -> None:
-        if event == "action_start":
+        if event == "bins":
+            self._bins(data)
+        elif event == "out_of_time":
+            self.console.print(f"{safe(data['table'])}: max_runtime ({data['max_runtime_s']:.0f}s) reached; "
+                               f"{data['skipped']} action(s) left for the next run", highlight=False)
+        elif event == "action_start":
             part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
             self.console.print(f"\\[{data['index'] + 1}/{data['count']}] {safe(data['table'])}: {safe(data['action'])} "
                                f"{safe(part)} ({format_size(data.get('bytes') or 0)})", highlight=False)
@@ -43,6 +52,20 @@ class ProgressPrinter:
                 self.done_bytes += r.bytes_removed
                 self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
                                    f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
+
+
+    def _bins(self, data: dict[str, Any]) -> None:
+        """At most one line every BINS_EVERY_S per table, and the last bin."""
+        import time
+
+        now, table = time.monotonic(), data["table"]
+        last = data["bins_done"] == data["bins_total"]
+        if not last and now - self.bins_printed.get(table, 0.0) < self.BINS_EVERY_S:
+            return
+        self.bins_printed[table] = now
+        self.console.print(f"    {safe(table)}: {data['bins_done']}/{data['bins_total']} bins, "
+                           f"{format_size(data['bytes_done'])} of {format_size(data['bytes_total'])} read",
+                           highlight=False)
 
 
 def render_run(run: RunResults, console: Console) -> None:

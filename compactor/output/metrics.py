@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-from compactor.models.results import RunResults
 from compactor.errors import UsageError
+from compactor.models.results import RunResults
 from compactor.planning.plan import REWRITE_ACTIONS, Plan
 
 Format = Literal["prometheus", "jsonl"]
@@ -22,7 +22,7 @@ def _esc(v: str) -> str:
 
 def plan_samples(plan: Plan) -> list[tuple[str, str, dict[str, str], float]]:
     """(metric, help, labels, value) for a plan."""
-    out = []
+    out: list[tuple[str, str, dict[str, str], float]] = []
     for t in plan.tables:
         lab = {"table": t.name, "format": t.format}
         small = sum(int(s.details.get("small_files", 0) or 0) for s in t.skipped) + \
@@ -48,7 +48,7 @@ def run_samples(run: RunResults) -> list[tuple[str, str, dict[str, str], float]]
         t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS and r.status == "success" else 0
         t["duration"] += r.duration_s
         t[r.status] += 1
-    out = []
+    out: list[tuple[str, str, dict[str, str], float]] = []
     for table, t in per.items():
         lab = {"table": table}
         out += [

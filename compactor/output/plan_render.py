@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -15,7 +16,7 @@ from compactor.units import format_size
 REWRITES = REWRITE_ACTIONS
 
 
-def _part(p: dict | None) -> str:
+def _part(p: Mapping[str, Any] | None) -> str:
     if not p:
         return "(table)"
     return "/".join(f"{k}={v if v is not None else 'null'}" for k, v in p.items())

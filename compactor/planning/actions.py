@@ -12,8 +12,9 @@ the type-specific fields (schemas/plan.schema.json).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Collection, Mapping
+from typing import Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
 
@@ -33,7 +34,7 @@ class Precondition:
     digest: str = ""
 
     @classmethod
-    def of(cls, version: int | None, files: Collection[str]) -> "Precondition":
+    def of(cls, version: int | None, files: Collection[str]) -> Precondition:
         return cls(version, digest_paths(files))
 
     def check(self, live: Collection[str], paths: Collection[str]) -> None:

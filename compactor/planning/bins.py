@@ -9,7 +9,7 @@ so no two outputs (or left-alone files) fit in one bin again.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 BIN_MODELS = ("delta-spark",)
 

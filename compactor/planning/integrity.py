@@ -9,10 +9,19 @@ action's own counts. Each problem is one line; apply refuses the plan when there
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from compactor.planning.actions import (Action, digest_paths, RewriteAction, SetPropertiesAction, SinkGuards, SortAction,
-                                        VacuumAction, ZOrderAction)
+from compactor.planning.actions import (
+    Action,
+    RewriteAction,
+    SetPropertiesAction,
+    SinkGuards,
+    SortAction,
+    VacuumAction,
+    ZOrderAction,
+    digest_paths,
+)
 from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.retention import declared_properties, vacuum_retention_hours
 from compactor.policy.model import Sink, TablePolicy

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.planning.actions import (Action, CompactAction, Precondition, RewriteAction, SortAction,
-                                        ZOrderAction)
+from compactor.planning.actions import Action, CompactAction, Precondition, RewriteAction, SortAction, ZOrderAction
 from compactor.planning.bins import pack_ascending
 from compactor.planning.plan import Skip
 from compactor.policy.model import Compaction
@@ -69,7 +69,7 @@ def _parse_date(value: str | None, fmt: str | None) -> dt.datetime | None:
                 dt.datetime.combine(dt.date.fromisoformat(value), dt.time())
     except ValueError:
         return None
-    return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
 
 
 def plan_partitions(

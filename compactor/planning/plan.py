@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-from compactor.planning.actions import (REWRITE_ACTIONS, Action, Precondition, action_from_dict,
-                                        action_to_dict, digest_paths)
+from compactor.planning.actions import (
+    REWRITE_ACTIONS,
+    Action,
+    Precondition,
+    action_from_dict,
+    action_to_dict,
+    digest_paths,
+)
 
 __all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "TablePlan",
            "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]

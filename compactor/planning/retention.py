@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
+from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition, SetPropertiesAction, VacuumAction
 from compactor.planning.plan import Skip
 from compactor.policy.model import Retention
-from compactor.models.state import TableState
 
 DELETED = "delta.deletedFileRetentionDuration"
 LOG = "delta.logRetentionDuration"

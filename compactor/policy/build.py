@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from compactor.policy import model as m
 from compactor.policy.diagnostics import Diagnostic

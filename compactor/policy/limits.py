@@ -22,8 +22,9 @@ import inspect
 import re
 import string
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from jinja2 import nodes
 from jinja2.filters import FILTERS
@@ -308,13 +309,13 @@ class _Instrument(NodeTransformer):
         self.recursive += node.recursive
         self.generic_visit(node)
         self.recursive -= node.recursive
-        node.iter = _wrap(_ITER, node.iter)
+        node.iter = _wrap(_ITER, node.iter)  # type: ignore[arg-type]
         return node
 
     def visit_Output(self, node: nodes.Output) -> nodes.Node:
         self.generic_visit(node)
-        node.nodes = [_wrap(_EMIT, nodes.Const(n.data, lineno=n.lineno) if isinstance(n, nodes.TemplateData) else n)
-                      for n in node.nodes]
+        node.nodes = [_wrap(_EMIT, nodes.Const(n.data, lineno=n.lineno) if isinstance(n, nodes.TemplateData)
+                            else n) for n in node.nodes]  # type: ignore[arg-type]
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
@@ -332,7 +333,7 @@ class _Instrument(NodeTransformer):
         call = node.call
         self.generic_visit(node)
         if isinstance(node.call, nodes.Call) and node.call is not call:  # keep `{% call %}`'s own Call
-            node.call = node.call.args[0]
+            node.call = node.call.args[0]  # type: ignore[assignment]
         return node
 
 

@@ -7,8 +7,9 @@ policy's file:line:col.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 Strategy = Literal["bin_pack", "z_order", "sort"]
 Order = Literal["benefit", "bytes_asc", "bytes_desc", "oldest_first"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from compactor.errors import CompactorError
 
@@ -47,7 +48,7 @@ def _compare(a: Any, b: Any) -> tuple[Any, Any] | None:
 @dataclass(frozen=True)
 class Predicate:
     text: str
-    tree: "exp.Expression" = field(repr=False)
+    tree: exp.Expression = field(repr=False)
     columns: frozenset[str] = frozenset()
 
     def evaluate(self, values: Mapping[str, str | None], *, today: dt.date | None = None) -> bool:
@@ -64,7 +65,7 @@ def parse_where(text: str) -> Predicate:
     if not isinstance(text, str) or not text.strip():
         raise PredicateError("the predicate is empty")
     try:
-        tree = sqlglot.parse_one(text, read="spark")
+        tree: Any = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as e:
         first = e.errors[0]["description"] if getattr(e, "errors", None) else str(e)
         raise PredicateError(f"cannot parse predicate {text!r}: {first}") from None
@@ -81,7 +82,7 @@ def parse_where(text: str) -> Predicate:
     return Predicate(text, tree, columns)
 
 
-def _eval(node: "exp.Expression", values: Mapping[str, str | None], today: dt.date) -> Any:
+def _eval(node: exp.Expression, values: Mapping[str, str | None], today: dt.date) -> Any:
     from sqlglot import exp
 
     ev = lambda n: _eval(n, values, today)  # noqa: E731
@@ -125,7 +126,8 @@ def _eval(node: "exp.Expression", values: Mapping[str, str | None], today: dt.da
                 exp.LTE: a <= b}[type(node)]
     if isinstance(node, exp.NullSafeEQ):
         a, b = ev(node.left), ev(node.right)
-        return (a is None and b is None) or (_compare(a, b) is not None and _compare(a, b)[0] == _compare(a, b)[1])
+        pair = _compare(a, b)
+        return (a is None and b is None) or (pair is not None and pair[0] == pair[1])
     if isinstance(node, exp.Is):
         v = ev(node.this)
         return v is None if isinstance(node.expression, exp.Null) else v == ev(node.expression)

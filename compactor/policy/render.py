@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SecurityError
 
-from compactor.policy.limits import (MAX_FILE_CHARS, MAX_FILE_SECONDS, MAX_VALUE_CHARS, MAX_VALUE_SECONDS,
-                                     LimitedSandbox, LimitExceeded, RenderBudget)
+from compactor.policy.limits import (
+    MAX_FILE_CHARS,
+    MAX_FILE_SECONDS,
+    MAX_VALUE_CHARS,
+    MAX_VALUE_SECONDS,
+    LimitedSandbox,
+    LimitExceeded,
+    RenderBudget,
+)
 from compactor.policy.yamlpos import Located, join_path
 
 _MISSING = object()
@@ -102,7 +110,7 @@ def render_text(
     budget = budget or RenderBudget()
     try:
         budget.start_value()
-        jenv = _make_env(vars or {}, now or dt.datetime.now(dt.timezone.utc), os.environ if env is None else env,
+        jenv = _make_env(vars or {}, now or dt.datetime.now(dt.UTC), os.environ if env is None else env,
                          used_env, budget)
         template = jenv.from_string(text)
         return budget.finish_value(template.render())

@@ -7,9 +7,10 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import jsonschema
@@ -25,7 +26,7 @@ def load_schema(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _validator(name: str, ref: str | None = None) -> "jsonschema.Draft202012Validator":
+def _validator(name: str, ref: str | None = None) -> jsonschema.Draft202012Validator:
     import jsonschema  # imported on first validation, not by every module that reads a schema
 
     schema = load_schema(name)
@@ -114,7 +115,7 @@ def known_valid(key: str) -> bool:
     return key in _valid_memo()
 
 
-def _to_diagnostics(err: "jsonschema.ValidationError", doc: Located, file: str, base: str) -> list[Diagnostic]:
+def _to_diagnostics(err: jsonschema.ValidationError, doc: Located, file: str, base: str) -> list[Diagnostic]:
     path = _path_of(err.absolute_path, base)
     kind = err.validator
     schema = err.schema if isinstance(err.schema, dict) else {}
@@ -126,7 +127,7 @@ def _to_diagnostics(err: "jsonschema.ValidationError", doc: Located, file: str, 
             kp = join_path(path, key)
             line, col = doc.positions.get(kp + ".<keypos>", doc.pos(kp))
             close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(allowed)}"
+            hint: str | None = f"did you mean '{close[0]}'?" if close else f"allowed keys: {', '.join(allowed)}"
             out.append(Diagnostic(file, line, col, "unknown_key", f"unknown key '{key}'", kp, hint))
         return out
     line, col = doc.pos(path)
@@ -169,8 +170,8 @@ def _type_name(v: Any) -> str:
 
 
 def _type_words(t: Any) -> str:
-    names = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
+    names: dict[str, str] = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
              "number": "a number", "boolean": "true/false"}
     if isinstance(t, list):
-        return " or ".join(names.get(x, x) for x in t)
+        return " or ".join(names.get(str(x), str(x)) for x in t)
     return names.get(t, str(t))

@@ -17,7 +17,6 @@ from compactor.project.loader import PROJECT_FILE, load_project, load_target
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.project.selection import check_selector, select_policies
 
-
 POLICY_SUFFIXES = (".yml", ".yaml")
 
 
@@ -82,13 +81,13 @@ def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located |
         return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", hint)]
     doc, problems = render_tree(raw, vars=project.vars)
     render_diags = [Diagnostic(rel, *doc.pos(path), p.code, p.message, path, p.hint) for path, p in problems]
-    doc.failed_paths = {path for path, _ in problems}  # their unrendered text is not checked again
+    doc.failed_paths = {path for path, _ in problems}  # type: ignore[attr-defined]  # not checked again
     return doc, render_diags + [Diagnostic(rel, d.line, d.col, d.code, d.message, "", d.hint) for d in dups]
 
 
 def _compile_file(doc: Located, rel: str, project: Project,
                   project_doc: Located | None = None) -> tuple[list[TablePolicy], list[Diagnostic]]:
-    failed = getattr(doc, "failed_paths", set())
+    failed: set[str] = getattr(doc, "failed_paths", set())
     diags = [d for d in schema_diagnostics(doc, rel, "policy.schema.json")
              if not any(d.json_path == f or d.json_path.startswith(f + ".") or d.json_path.startswith(f + "[")
                         for f in failed)]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from compactor.errors import ProjectError, UsageError
 from compactor.policy.diagnostics import Diagnostic
@@ -25,8 +26,8 @@ def _load(path: Path, label: str, *, vars: Mapping[str, Any]) -> tuple[Any, list
     diags: list[Diagnostic] = []
     try:
         raw, dups = load_yaml(text)
-    except YamlProblem as p:
-        raise ProjectError(f"{path}:{p.line}:{p.col}: {p.code} {p.message}", hint=p.hint) from None
+    except YamlProblem as e:
+        raise ProjectError(f"{path}:{e.line}:{e.col}: {e.code} {e.message}", hint=e.hint) from None
     doc, problems = render_tree(raw, vars=vars)
     for jpath, p in problems:
         line, col = doc.pos(jpath)
@@ -107,9 +108,27 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
                             delta_jars=spark.get("delta_jars", "auto"),
                             packages=tuple(spark.get("packages") or ())),
         storage_options={k: str(v) for k, v in (out.get("storage_options") or {}).items()},
-        threads=out.get("threads"),
+        threads=out.get("max_concurrent_rewrites", out.get("threads")),
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
+        **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),
     ), diags
+
+
+def _progress_settings(out: dict, where: str) -> dict[str, Any]:
+    """commit_every_bins / commit_every_bytes / max_runtime of a profile output, as Target fields."""
+    from compactor.units import UnitError, parse_duration, parse_size
+
+    settings: dict[str, Any] = {}
+    parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {"commit_every_bins": ("commit_every_bins", int), "commit_every_bytes": ("commit_every_bytes", parse_size),
+               "max_runtime": ("max_runtime_s", lambda v: float(parse_duration(v)))}
+    for key, (field, parse) in parsers.items():
+        if out.get(key) is None:
+            continue
+        try:
+            settings[field] = parse(out[key])
+        except UnitError as e:
+            raise ProjectError(f"{where}.{key}: {e}") from None
+    return settings
 
 
 def watch_window(profile_value: object, where: str = "") -> float:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Engine = Literal["local", "spark"]
 
@@ -13,6 +14,9 @@ REDACTED = "***"
 #: seconds apply keeps watching a table's log after committing (formats repair a later commit that
 #: removes the same files again); profile key ``watch_window``, environment COMPACTOR_WATCH_WINDOW
 DEFAULT_WATCH_WINDOW_S = 180.0
+#: commit groups (partial progress) of apply: at most this many bins and input bytes per commit
+DEFAULT_COMMIT_EVERY_BINS = 100
+DEFAULT_COMMIT_EVERY_BYTES = 16 * 2**30
 #: Spark settings whose values are credentials (fs.s3a.secret.key, fs.azure.account.key..., sas tokens)
 _SECRET_CONF = re.compile(r"secret|password|token|credential|sas|signature|(^|[._])(access[._])?key($|[._])",
                           re.IGNORECASE)
@@ -45,8 +49,18 @@ class Target:
     spark: SparkSettings = field(default_factory=SparkSettings)
     #: object-store options passed to delta-rs; secrets: never printed or serialised
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
-    #: delta-rs concurrency for the local engine
+    #: bins rewritten at once (profile key ``max_concurrent_rewrites``; ``threads`` is its old name):
+    #: the local engine's thread pool, the spark engine's concurrent bin jobs. None: the cores of the
+    #: machine (local), the session's default parallelism (spark)
     threads: int | None = None
+    #: partial progress: consecutive rewrites of a table are committed together, at most this many bins
+    #: and bytes (a partition larger than that is committed alone); profile keys ``commit_every_bins``,
+    #: ``commit_every_bytes``. 1 bin: one commit per partition
+    commit_every_bins: int = DEFAULT_COMMIT_EVERY_BINS
+    commit_every_bytes: int = DEFAULT_COMMIT_EVERY_BYTES
+    #: run-level time budget (profile key ``max_runtime``, ``apply --max-runtime``): no new commit
+    #: group starts after it; what is under way finishes and commits. None: no budget
+    max_runtime_s: float | None = None
     #: how long apply watches a table's log after committing to it (tasks/watch.py); 0 turns it off
     watch_window_s: float = DEFAULT_WATCH_WINDOW_S
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from compactor.errors import UsageError
 from compactor.policy.model import TablePolicy

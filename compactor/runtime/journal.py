@@ -34,9 +34,10 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable, Mapping
+from typing import Any
 
 from compactor.runtime.lease import pid_alive
 from compactor.runtime.paths import is_remote, local_path
@@ -119,7 +120,7 @@ class ActionJournal:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def __enter__(self) -> "ActionJournal":
+    def __enter__(self) -> ActionJournal:
         _write(self.storage, self.path, self.entry)  # on storage before the engine writes a single file
         self._thread = threading.Thread(target=self._beat, daemon=True, name="journal-heartbeat")
         self._thread.start()

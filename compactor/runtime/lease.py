@@ -31,8 +31,9 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from compactor.errors import LeaseError
 from compactor.runtime.storage import ObjectNotFoundError, Storage, StorageError

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote
 
 _URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")

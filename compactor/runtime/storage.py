@@ -23,6 +23,7 @@ relative path and the store's own first line of explanation with every option va
 
 from __future__ import annotations
 
+import builtins
 import errno
 import fcntl
 import hashlib
@@ -176,7 +177,7 @@ class Storage:
         for _ in range(len(config) + 1):
             with self._errors("open store", ""):
                 try:
-                    return from_url(self._url, config=config, client_options=client or None,
+                    return from_url(self._url, config=config, client_options=client or None,  # type: ignore[call-overload]
                                     retry_config=retry or None)
                 except UnknownConfigurationKeyError as e:
                     m = re.search(r"key: '([^']+)'", str(e))
@@ -273,7 +274,7 @@ class Storage:
                    for batch in obstore.list(self._store, prefix.strip("/") or None) for m in batch]
             return sorted(out, key=lambda o: o.path)
 
-    def list_dir(self, prefix: str = "") -> tuple[list[ObjectInfo], list[str]]:
+    def list_dir(self, prefix: str = "") -> tuple[builtins.list[ObjectInfo], builtins.list[str]]:
         """The objects directly under the folder ``prefix`` and its sub-folders (relative paths, sorted):
         one listing request with a delimiter on object stores, never a recursive walk."""
         prefix = prefix.strip("/")

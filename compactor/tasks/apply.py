@@ -18,16 +18,17 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compactor import __version__
 from compactor.engines.base import RewriteEngine
-from compactor.errors import (CompactorError, LeaseError, PlanError, StalePlanError, UsageError,
-                              VerificationError)
+from compactor.errors import CompactorError, LeaseError, PlanError, StalePlanError, UsageError, VerificationError
 from compactor.formats import get_format
 from compactor.formats.base import ActionContext, ActionOutcome, TableFormat
 from compactor.models.results import ActionResult, RunResults, compute_run_totals
@@ -47,7 +48,7 @@ Progress = Callable[[str, dict[str, Any]], None]
 
 
 def _now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()
+    return dt.datetime.now(dt.UTC).isoformat()
 
 
 class _Engines:
@@ -88,6 +89,8 @@ class _TableRun:
     watch_s: float
     #: the post-commit watch of this table (None: no window, a dry run, or a format without one)
     watch: TableWatch | None = None
+    #: time.monotonic() after which no new commit group starts (the target's max_runtime)
+    deadline: float | None = None
 
 
 def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, plan_file: str | None = None,
@@ -98,12 +101,13 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     target's. ``orphan_grace_s``: how old a file of unknown origin left by an interrupted run must be
     before it is deleted (runtime/journal.py)."""
     register_secrets(target.storage_options)
-    run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    run_id = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
     started = _now_iso()
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
     results: list[ActionResult] = []
     engines = _Engines(target, engine)
     watching: list[tuple[TableWatch, TableLease]] = []  # tables whose lease is kept until the window closes
+    deadline = time.monotonic() + target.max_runtime_s if target.max_runtime_s else None
     try:
         for table in plan.tables:
             if not table.actions and not table.duplicate_rewrite:
@@ -112,14 +116,16 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
             try:
                 if dry_run:
                     failed = _apply_table(_TableRun(table, fmt, plan, target, engines, None, run_id, True,
-                                                    replan_stale, progress, orphan_grace_s, watch_s), results)
+                                                    replan_stale, progress, orphan_grace_s, watch_s,
+                                                    deadline=deadline), results)
                 else:
                     lease = TableLease(table.path, owner, run_id=run_id, storage_options=target.storage_options)
                     lease.acquire()
                     watch = _watch(table, fmt, target, run_id, watch_s, progress)
                     try:
                         failed = _apply_table(_TableRun(table, fmt, plan, target, engines, lease, run_id, False,
-                                                        replan_stale, progress, orphan_grace_s, watch_s, watch),
+                                                        replan_stale, progress, orphan_grace_s, watch_s, watch,
+                                                        deadline),
                                               results)
                     finally:
                         if watch is not None and watch.active:
@@ -194,50 +200,202 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
 
 
 def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, Any]) -> bool:
-    table, fmt = env.table, env.fmt
+    """The table's actions in plan order; consecutive rewrites the format can group share one commit (at
+    most commit_every_bins bins and commit_every_bytes bytes: partial progress per group)."""
+    actions = env.table.actions
     state: TableState | None = None
-    for i, planned in enumerate(table.actions):
+    bins = _BinProgress(env, actions)
+    i = 0
+    while i < len(actions):
+        if env.deadline is not None and time.monotonic() >= env.deadline:
+            _out_of_time(env, actions[i:], results)
+            return False
         t0 = time.monotonic()
-        res = ActionResult(table.name, planned.type, dict(planned.partition))
-        try:
-            if state is None:
-                state = fmt.read_state(table.path, env.target.storage_options, cache=cache)
-            nxt = _runnable(table.actions[i + 1], fmt, state) if i + 1 < len(table.actions) else None
-            _run_action(env, i, planned, res, state, cache, nxt)
-            state = fmt.simulate(planned, state)
-        except StalePlanError as e:
-            res.status, res.error = "stale", e.message
-        except VerificationError as e:
-            res.status, res.error = "verification_failed", e.message
-            res.duration_s = round(time.monotonic() - t0, 3)
-            results.append(res)
-            log.error("%s: verification failed, stopping this table: %s", table.name, e.message)
-            return True
-        except CompactorError as e:
-            res.status, res.error = "error", str(e)
-        except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
-            log.exception("action failed")
-            res.status, res.error = "error", f"{type(e).__name__}: {e}"
-        res.duration_s = round(time.monotonic() - t0, 3)
-        results.append(res)
-        if env.progress:
-            env.progress("action_end", {"table": table.name, "result": res})
-        if res.status == "error":
+        if state is None:
+            try:
+                state = env.fmt.read_state(env.table.path, env.target.storage_options, cache=cache)
+            except Exception:  # noqa: BLE001 - the action's own run reads again and reports why
+                state = None
+        group = _group(env, i, state) if state is not None else None
+        if group is None:
+            state, failed = _run_single(env, i, state, cache, results, t0)
+            i += 1
+        else:
+            assert state is not None
+            failed = _run_group(env, group, state, cache, results, bins, t0)
+            i = group[-1] + 1
+        if failed:
             return True
     return False
 
 
-def _runnable(action: Action, fmt: TableFormat, state: TableState) -> Action | None:
-    """``action`` if its precondition holds on ``state`` (it will run as planned), else None."""
-    try:
-        action.check(fmt.live_paths(state))
-    except CompactorError:
+def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
+    """Indices of the commit group starting at action ``i``: it and the rewrites after it with the same group key that
+    fit the group's bins and bytes; None when action ``i`` runs on its own."""
+    actions, fmt = env.table.actions, env.fmt
+    first = actions[i]
+    if env.dry_run or not isinstance(first, RewriteAction):
         return None
-    return action
+    key = fmt.group_key(first, state, env.engines(), env.table.path)
+    if key is None:
+        return None
+    live = fmt.live_paths(state)
+    try:
+        first.check(live)
+    except CompactorError:
+        return None  # stale: runs on its own (reported, or re-planned)
+    group, bins, size = [i], len(first.bins), first.input_bytes
+    for j in range(i + 1, len(actions)):
+        a = actions[j]
+        if not isinstance(a, RewriteAction) or bins + len(a.bins) > env.target.commit_every_bins \
+                or size + a.input_bytes > env.target.commit_every_bytes \
+                or fmt.group_key(a, state, env.engines(), env.table.path) != key:
+            break
+        try:
+            a.check(live)
+        except CompactorError:
+            break
+        group.append(j)
+        bins, size = bins + len(a.bins), size + a.input_bytes
+    return group
+
+
+def _run_single(env: _TableRun, i: int, state: TableState | None, cache: dict[str, Any],
+                results: list[ActionResult], t0: float) -> tuple[TableState | None, bool]:
+    """Run action ``i`` on its own (reading the table first if needed). Returns the state after it and
+    whether the table must stop."""
+    planned = env.table.actions[i]
+    res = ActionResult(env.table.name, planned.type, dict(planned.partition))
+    try:
+        if state is None:
+            state = env.fmt.read_state(env.table.path, env.target.storage_options, cache=cache)
+        _run_action(env, i, planned, res, state, cache)
+        state = env.fmt.simulate(planned, state)
+    except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
+        _failed(res, e)
+    return state, _record(env, res, results, t0)
+
+
+def _run_group(env: _TableRun, group: list[int], state: TableState, cache: dict[str, Any],
+               results: list[ActionResult], bins: _BinProgress, t0: float) -> bool:
+    """Run a commit group (preconditions checked by _group) with one fmt.run_group; returns True when
+    the table must stop."""
+    table, fmt = env.table, env.fmt
+    members = [(i, table.actions[i], ActionResult(table.name, table.actions[i].type, dict(table.actions[i].partition)))
+               for i in group]
+    for i, action, res in members:
+        res.table_version_before = state.version
+        res.rows_before = action.rows
+        if env.progress:
+            env.progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
+                                          "bytes": action.input_bytes, "index": i, "count": len(table.actions),
+                                          "group": len(members)})
+    ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, cache,
+                   next_group=_next_group(env, group[-1] + 1, state), on_bin_done=bins.done)
+    try:
+        if env.lease is not None:
+            env.lease.check()
+        if env.watch is not None:
+            with env.watch.lock:  # the watch's repairs never interleave with this table's own commits
+                outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
+        else:
+            outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
+    except Exception as e:  # noqa: BLE001 - nothing of the group was committed
+        for _, _, res in members:
+            _failed(res, e)
+    else:
+        for (_, _, res), outcome in zip(members, outcomes):
+            if isinstance(outcome, Exception):
+                _failed(res, outcome)
+                continue
+            _fill(res, outcome)
+            res.status = "success"
+            if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
+                    and not outcome.details.get("repaired"):
+                env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
+    stop = False
+    for _, _, res in members:
+        stop = _record(env, res, results, t0) or stop
+    return stop
+
+
+def _next_group(env: _TableRun, j: int, state: TableState) -> tuple[Action, ...]:
+    """The commit group after this one, when it will run as planned (the format may rewrite its bins
+    while this group commits)."""
+    if j >= len(env.table.actions) or (env.deadline is not None and time.monotonic() >= env.deadline):
+        return ()
+    group = _group(env, j, state)
+    return tuple(env.table.actions[i] for i in group) if group else ()
+
+
+def _failed(res: ActionResult, e: BaseException) -> None:
+    if isinstance(e, StalePlanError):
+        res.status, res.error = "stale", e.message
+    elif isinstance(e, VerificationError):
+        res.status, res.error = "verification_failed", e.message
+    elif isinstance(e, CompactorError):
+        res.status, res.error = "error", str(e)
+    else:
+        log.error("action failed", exc_info=e)
+        res.status, res.error = "error", f"{type(e).__name__}: {e}"
+
+
+def _record(env: _TableRun, res: ActionResult, results: list[ActionResult], t0: float) -> bool:
+    """Append ``res``; True when the table must stop (an error, or rows that did not verify)."""
+    res.duration_s = round(time.monotonic() - t0, 3)
+    results.append(res)
+    if res.status == "verification_failed":
+        log.error("%s: verification failed, stopping this table: %s", env.table.name, res.error)
+        return True
+    if env.progress:
+        env.progress("action_end", {"table": env.table.name, "result": res})
+    return res.status == "error"
+
+
+def _out_of_time(env: _TableRun, rest: Sequence[Action], results: list[ActionResult]) -> None:
+    """max_runtime is over: the actions not started are reported skipped (the next run picks them up)."""
+    budget = env.target.max_runtime_s or 0
+    note = f"max_runtime ({budget:.0f}s) was reached before it started; the next run picks it up"
+    for a in rest:
+        results.append(ActionResult(env.table.name, a.type, dict(a.partition), "skipped",
+                                    details={"max_runtime": True, "note": note}))
+    if env.progress:
+        env.progress("out_of_time", {"table": env.table.name, "skipped": len(rest), "max_runtime_s": budget})
+
+
+class _BinProgress:
+    """Bins and bytes rewritten so far in one table, reported through the progress callback."""
+
+    def __init__(self, env: _TableRun, actions: Sequence[Action]) -> None:
+        self.progress, self.table = env.progress, env.table.name
+        rewrites = [a for a in actions if isinstance(a, RewriteAction)]
+        self.bins_total = sum(len(a.bins) for a in rewrites)
+        self.bytes_total = sum(a.input_bytes for a in rewrites)
+        self.bins = self.bytes = 0
+        self.lock = threading.Lock()
+
+    def done(self, input_bytes: int) -> None:
+        if self.progress is None:
+            return
+        with self.lock:
+            self.bins += 1
+            self.bytes += input_bytes
+            data = {"table": self.table, "bins_done": self.bins, "bins_total": self.bins_total,
+                    "bytes_done": self.bytes, "bytes_total": self.bytes_total}
+        self.progress("bins", data)
+
+
+def _context(env: _TableRun, key: str, state: TableState, cache: dict[str, Any], **extra: Any) -> ActionContext:
+    """The ActionContext of action(s) ``key`` ("3", or "3-7" for a commit group): commit metadata included."""
+    return ActionContext(table=env.table, state=state, target=env.target, engine=env.engines,
+                         commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
+                                          "compactor.plan": env.plan.generated_at,
+                                          "compactor.action": f"{env.run_id}:{env.table.name}:{key}"},
+                         dry_run=env.dry_run, watch_s=env.watch_s, cache=cache, **extra)
 
 
 def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState,
-                cache: dict[str, Any], next_action: Action | None = None) -> None:
+                cache: dict[str, Any]) -> None:
     """Check the precondition on ``state``, run the action; fills ``res``."""
     table, fmt = env.table, env.fmt
     action = planned
@@ -258,12 +416,7 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
         res.status = "skipped"
         res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
         return
-    ctx = ActionContext(table=table, state=state, target=env.target, engine=env.engines,
-                        commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
-                                         "compactor.plan": env.plan.generated_at,
-                                         "compactor.action": f"{env.run_id}:{table.name}:{i}"},
-                        dry_run=env.dry_run, watch_s=env.watch_s, cache=cache,
-                        next_action=None if env.dry_run else next_action)
+    ctx = _context(env, str(i), state, cache)
     if env.lease is not None:
         env.lease.check()
     if env.watch is not None:
@@ -275,8 +428,7 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
     if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
             and not outcome.details.get("repaired") and not env.dry_run:
         env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
-    if env.dry_run:
-        res.status = "skipped"
+    res.status = "skipped" if env.dry_run else "success"
 
 
 def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
@@ -295,7 +447,7 @@ def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
         m = pc.is_null(column) if val is None else pc.equal(column, val)
         mask = m if mask is None else pc.and_(mask, m)
     files = state.files.filter(mask) if mask is not None else state.files
-    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.timezone.utc),
+    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.UTC),
                                  bin_model=action.bin_model, version=state.version, action_class=type(action))
     if not actions:
         raise StalePlanError("partition changed since planning and no longer needs compaction")
@@ -329,8 +481,11 @@ def write_run_results(run: RunResults, target_dir: Path) -> Path:
 def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, plan_obj: Plan | None = None,
                   dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
                   now: dt.datetime | None = None, progress: Progress | None = None,
-                  watch_s: float | None = None) -> RunResults:
-    """``watch_s``: the post-commit watch window (default: the target's ``watch_window``)."""
+                  watch_s: float | None = None, max_runtime_s: float | None = None) -> RunResults:
+    """``watch_s``: the post-commit watch window (default: the target's ``watch_window``);
+    ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``)."""
+    from dataclasses import replace
+
     from compactor.planning.integrity import plan_problems
     from compactor.project.compile import compile_project
     from compactor.tasks.plan import expand_policies, plan_project
@@ -349,7 +504,8 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
         raise PlanError(f"the plan does not match this project's policies; nothing was applied:\n  {shown}",
                         hint="re-run `compactor plan` and review the new plan")
-    return apply_plan(plan_obj, target=compiled.target, project=compiled.project,
+    target = compiled.target if max_runtime_s is None else replace(compiled.target, max_runtime_s=max_runtime_s)
+    return apply_plan(plan_obj, target=target, project=compiled.project,
                       plan_file=str(plan_file) if plan_file else None, dry_run=dry_run, fail_fast=fail_fast,
                       replan_stale=replan_stale, progress=progress,
                       watch_s=compiled.target.watch_window_s if watch_s is None else watch_s)

@@ -6,10 +6,11 @@ import datetime as dt
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from compactor.errors import UsageError
 
@@ -46,7 +47,7 @@ def write_events_table(path: Path, *, days: int = 6, appends_per_day: int = 50, 
     today = today or dt.date.today()
     rng = random.Random(7)
     n = 0
-    for i in range(appends_per_day):
+    for _i in range(appends_per_day):
         for d in range(days):
             date = (today - dt.timedelta(days=d)).isoformat()
             ids = list(range(n, n + rows))
@@ -85,11 +86,9 @@ def build_demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], 
     demo.tables["events"] = str(lake / "events")
     if with_sink:
         # the sink part needs a JVM and pyspark (the [spark] extra); without them the demo goes on
-        try:
-            import pyspark  # noqa: F401
-        except ImportError:
-            pyspark = None
-        if pyspark is None or shutil.which("java") is None:
+        import importlib.util
+
+        if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
             demo.notes.append("file-sink demo skipped: it needs Java and pyspark (pip install 'compactor[spark]')")
         else:
             from compactor.tasks.demo_sink import build_demo_sink

@@ -6,19 +6,27 @@ memory needed to load the manifest, with recommendations."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from compactor.errors import TableReadError
 from compactor.formats.file_sink.log import list_log, source_entries_table
-from compactor.models.inspect import (BUCKET_LABELS, BUCKETS, BYTES_PER_ENTRY, SMALL_FILE_DEFAULT, InspectReport,
-                                      LogHealth, PartitionHealth)
+from compactor.models.inspect import (
+    BUCKET_LABELS,
+    BUCKETS,
+    BYTES_PER_ENTRY,
+    SMALL_FILE_DEFAULT,
+    InspectReport,
+    LogHealth,
+    PartitionHealth,
+)
 from compactor.models.state import TableState
 from compactor.runtime.storage import register_secrets, storage_for
+
 
 def _histogram(sizes: pa.Array) -> dict[str, int]:
     counts = dict.fromkeys(BUCKET_LABELS, 0)

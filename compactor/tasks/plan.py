@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from compactor import __version__
 from compactor.errors import CompactorError, TableReadError
@@ -45,7 +46,7 @@ def build_plan(policies: Sequence[TablePolicy], states: Mapping[str, TableState 
             state = TableReadError(f"{p.name}: no table state was read")
         tables.append(plan_table(p, state, now=now, target=target))
     tables_t = tuple(tables)
-    return Plan(compactor_version=__version__, generated_at=now.astimezone(dt.timezone.utc).isoformat(),
+    return Plan(compactor_version=__version__, generated_at=now.astimezone(dt.UTC).isoformat(),
                 project=project_name, target=target.redacted(), tables=tables_t, totals=compute_totals(tables_t),
                 invocation=dict(invocation or {}))
 
@@ -116,7 +117,7 @@ def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out
 
     compiled = compile_project(options)
     register_secrets(compiled.target.storage_options)  # no option value in any error from here on
-    now = now or dt.datetime.now(dt.timezone.utc)
+    now = now or dt.datetime.now(dt.UTC)
     discover_errors: dict[str, Exception] = {}
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
                                discover_errors)

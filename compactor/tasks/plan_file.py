@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from compactor import __version__
 from compactor.errors import PlanError
 from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
-from compactor import __version__
 from compactor.policy.schema import known_valid, load_schema, remember_valid
 
 

@@ -16,8 +16,9 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from compactor import __version__
 from compactor.errors import CompactorError, VerificationError
@@ -127,7 +128,7 @@ def repair_table(name: str, path: str, fmt_name: str, storage_options: Mapping[s
 
 
 def _run_id() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
 
 
 def repair_path(path: str, storage_options: Mapping[str, str] | None = None, *, dry_run: bool = False,

@@ -18,8 +18,7 @@ from compactor.project.model import ProjectOptions
 from compactor.units import format_size
 
 if TYPE_CHECKING:  # pragma: no cover
-    from compactor.models.results import RunResults
-    from compactor.planning.plan import Plan, TablePlan
+    from compactor.planning.plan import Plan
 
 BLUE, GREY, ORANGE, GREEN = "#3b6fd6", "#9aa4b2", "#e8833a", "#2e7d32"
 HALF_W = 640  # charts that share a row: drawn at this width, scaled by CSS
@@ -92,11 +91,11 @@ def _histogram(sizes: list[int], lo: int, hi: int) -> list[int]:
     return counts
 
 
-def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_runs: int = 20) -> list[TableReport]:
+def collect_report(options: ProjectOptions, plan: Plan | None = None, history_runs: int = 20) -> list[TableReport]:
+    from compactor.formats.delta.state import read_delta_state
+    from compactor.project.compile import compile_project
     from compactor.tasks.history import load_history
     from compactor.tasks.plan import expand_policies, plan_project, read_state
-    from compactor.project.compile import compile_project
-    from compactor.formats.delta.state import read_delta_state
 
     compiled = compile_project(options)
     plan = plan or plan_project(options)
@@ -147,7 +146,7 @@ def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_
             files_after = mean_after = None
             if p.format == "delta" and after_v is not None:
                 try:
-                    s = read_delta_state(p.path, compiled.target.storage_options, version=after_v)
+                    s = read_delta_state(p.path or "", compiled.target.storage_options, version=after_v)
                     files_after = s.file_count
                     mean_after = s.total_bytes / max(1, s.file_count)
                 except Exception:  # noqa: BLE001 - vacuumed history is simply not drawn
@@ -160,8 +159,8 @@ def collect_report(options: ProjectOptions, plan: "Plan | None" = None, history_
             res = [x for x in mine[-1].results if x.table == p.name and x.table_version_before is not None]
             if res:
                 try:
-                    before = read_delta_state(p.path, compiled.target.storage_options,
-                                              version=min(x.table_version_before for x in res))
+                    before = read_delta_state(p.path or "", compiled.target.storage_options,
+                                              version=min(x.table_version_before or 0 for x in res))
                     rep.sizes_before = before.files.column("size_bytes").to_pylist()
                 except Exception:  # noqa: BLE001
                     rep.sizes_before = None
@@ -372,7 +371,7 @@ document.body.setAttribute('data-rendered',ok&&c.length>0?'yes':'no');document.b
 
 
 def build_report(tables: list[TableReport], *, title: str = "compactor report", generated_at: str | None = None) -> str:
-    generated_at = generated_at or dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    generated_at = generated_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     tables = order_by_benefit(tables)
     body = _overview(tables) + "".join(_table_section(t) for t in tables) if tables else "<p>No tables selected.</p>"
     data = json.dumps([{"name": t.name, "files": len(t.sizes_now), "benefit": t.benefit,

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from compactor.formats.base import TableFormat
 from compactor.models.results import ActionResult
@@ -128,7 +129,7 @@ class TableWatch:
             return
         info = {**res.to_dict(), "found_by": "watch", "conflicting_versions": versions}
         self.repairs.append(info)
-        for w, h in hits:
+        for w, _h in hits:
             w.result.details = {**w.result.details, "repaired_later": info}
         if self.progress:
             self.progress("repair", {"table": self.table, "repair": info})

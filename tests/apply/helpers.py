@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.tasks.plan import build_plan
+from compactor.formats.delta.state import read_delta_state
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.formats.delta.state import read_delta_state
+from compactor.tasks.plan import build_plan
 
 
 def make_table(path: Path, *, partitions: int = 3, appends: int = 8, rows: int = 50, start: int = 0) -> int:
@@ -59,7 +59,7 @@ def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min
     policy = TablePolicy(name="t", path=str(path), compaction=Compaction(
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files),
         method=method))
-    return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(engine=engine),
+    return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC), target=Target(engine=engine),
                       project_name="tests")
 
 

@@ -7,16 +7,15 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 from deltalake import DeltaTable
 
-from compactor.tasks.apply import apply_plan
-from compactor.formats.delta import commit as commit_mod, guard as delta_guard
+from compactor.engines.local import LocalEngine
+from compactor.formats.delta import commit as commit_mod
+from compactor.formats.delta import guard as delta_guard
 from compactor.formats.delta.commit import RemovedFile, find_commit
 from compactor.formats.delta.state import read_delta_state
-from compactor.engines.local import LocalEngine
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, on_disk_unreferenced, plan_for
 
 
@@ -34,8 +33,8 @@ def test_delta_rs_duplicates_rows_when_two_compactions_race(tmp_path: Path) -> N
 class _RacedEngine(LocalEngine):
     """The local engine, with another tool's compaction committing while compactor writes its files."""
 
-    def rewrite(self, jobs, schema):
-        out = super().rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        out = super().rewrite(jobs, schema, on_done)
         DeltaTable(str(Path(jobs[0].output).parents[1])).optimize.compact()  # the other tool commits first
         return out
 

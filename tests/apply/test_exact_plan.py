@@ -22,7 +22,6 @@ from compactor.cli import cli
 from compactor.formats.delta.state import read_delta_state
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-
 from tests.apply.helpers import exactly_once, ids, make_table, one_table_project, plan_for
 
 ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]

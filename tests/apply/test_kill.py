@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from compactor.project.model import Target
+from compactor.runtime.journal import journal_dir
 from compactor.tasks.apply import apply_plan
 from compactor.tasks.plan_file import write_plan
-from compactor.project.model import Target
-
-from compactor.runtime.journal import journal_dir
-
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 KILLS = 12
@@ -42,7 +40,7 @@ def test_sigkill_at_random_points_never_loses_or_duplicates(tmp_path: Path) -> N
     n = make_table(t, partitions=12, appends=6, rows=20)
     plan_file = tmp_path / "plan.json"
     killed_mid_run = 0
-    for i in range(KILLS):
+    for _i in range(KILLS):
         write_plan(plan_for(t), plan_file)
         proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(plan_file)], stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True)

@@ -10,10 +10,9 @@ import jsonschema
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.tasks.apply import apply_plan
 from compactor.policy.schema import load_schema
 from compactor.project.model import Project, Target
-
+from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, plan_for
 
 

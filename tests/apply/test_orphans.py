@@ -15,10 +15,9 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from compactor.formats import get_format
+from compactor.project.model import Target
 from compactor.runtime.journal import JournalEntry, journal_dir
 from compactor.tasks.apply import apply_plan
-from compactor.project.model import Target
-
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 
@@ -113,8 +112,8 @@ def test_failed_rewrite_leaves_nothing_and_the_next_run_succeeds(tmp_path: Path)
     written: list[str] = []
 
     class _CrashingEngine(LocalEngine):
-        def rewrite(self, jobs, schema):
-            files = super().rewrite(jobs, schema)
+        def rewrite(self, jobs, schema, on_done=None):
+            files = super().rewrite(jobs, schema, on_done)
             written.extend(f.location for f in files)
             raise OSError("disk full")
 

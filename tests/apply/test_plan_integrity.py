@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import CliRunner
 
 from compactor.cli import cli
 from compactor.planning.plan import plan_digest
-
 from tests.apply.helpers import make_table, one_table_project
 
 RETENTION = "{deleted_file_retention: 8d, vacuum: {enabled: true}}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,12 +12,9 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from dataclasses import replace
-
 from compactor.engines.local import LocalEngine
-from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 
@@ -42,8 +40,8 @@ def test_lying_log_statistics_do_not_matter_rows_come_from_footers(tmp_path: Pat
 class _DroppingEngine(LocalEngine):
     """Writes one row too few into the first output: a rewrite bug the footers must catch."""
 
-    def rewrite(self, jobs, schema):
-        files = super().rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        files = super().rewrite(jobs, schema, on_done)
         first = files[0]
         table = pq.read_table(first.location)
         pq.write_table(table.slice(1), first.location)
@@ -56,10 +54,25 @@ def test_an_output_with_a_wrong_row_count_is_caught_before_commit(tmp_path: Path
     version = DeltaTable(str(t)).version()
     run = apply_plan(plan_for(t), target=Target(), engine=_DroppingEngine())
     statuses = [(r.partition["date"], r.status) for r in run.results]
-    assert statuses == [("2024-01-01", "verification_failed")]  # 2024-01-02 was not attempted
+    # both partitions were one commit group: the good one is not committed either
+    assert statuses == [("2024-01-01", "verification_failed"), ("2024-01-02", "error")]
     assert "nothing was committed" in run.results[0].error and not run.ok
+    assert "2024-01-01" in run.results[1].error and "not committed" in run.results[1].error
     assert DeltaTable(str(t)).version() == version
     assert on_disk_unreferenced(t) == set()  # the bad output was deleted
+    exactly_once(t, n)
+
+
+def test_with_one_partition_per_commit_the_table_stops_at_the_first_failed_verification(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=5)
+    version = DeltaTable(str(t)).version()
+    run = apply_plan(plan_for(t), target=Target(commit_every_bins=1), engine=_DroppingEngine())
+    statuses = [(r.partition["date"], r.status) for r in run.results]
+    assert statuses == [("2024-01-01", "verification_failed")]  # 2024-01-02 was not attempted
+    assert DeltaTable(str(t)).version() == version
+    assert on_disk_unreferenced(t) == set()
+    exactly_once(t, n)
     exactly_once(t, n)
 
 

@@ -11,10 +11,8 @@ import sys
 from pathlib import Path
 
 import jsonschema
-import pytest
 
 from compactor.policy.schema import load_schema
-
 from tests.apply.helpers import exactly_once, make_table
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,8 @@ import jsonschema
 from click.testing import CliRunner
 
 from compactor.cli import cli
-from compactor.tasks.plan_file import load_plan
 from compactor.policy.schema import load_schema
-
+from compactor.tasks.plan_file import load_plan
 from tests.cli.test_cli import lake_project, project
 
 

@@ -11,7 +11,6 @@ from deltalake import DeltaTable
 from compactor import api
 from compactor.api import ProjectOptions
 from compactor.cli.report import command as report_command
-
 from tests.apply.helpers import make_table
 
 

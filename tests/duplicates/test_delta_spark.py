@@ -10,15 +10,12 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import compactor.formats.delta.commit as commit_mod
 from compactor.engines.local import LocalEngine
 from compactor.formats.delta.log import read_commit
 from compactor.formats.delta.repair import detect
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-
 from tests.apply.helpers import exactly_once, make_table, plan_for
 
 PART = "date = '2024-01-01'"
@@ -47,8 +44,8 @@ class _Gated(LocalEngine):
         super().__init__()
         self.written, self.gate = threading.Event(), threading.Event()
 
-    def rewrite(self, jobs, schema):
-        out = super().rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        out = super().rewrite(jobs, schema, on_done)
         self.written.set()
         assert self.gate.wait(120)
         return out
@@ -105,8 +102,8 @@ class _OptimizeDuringRewrite(LocalEngine):
         super().__init__()
         self.spark = spark
 
-    def rewrite(self, jobs, schema):
-        out = super().rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        out = super().rewrite(jobs, schema, on_done)
         _optimize(self.spark, Path(jobs[0].output).parents[1])  # delta-spark commits first
         return out
 

@@ -17,7 +17,6 @@ from deltalake import DeltaTable, write_deltalake
 from compactor.formats.delta.repair import detect
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-
 from tests.apply.helpers import exactly_once, make_table, plan_for
 
 RACES = 20

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from compactor.formats.delta.duplicates import analyse, repair_plan
-
 from tests.duplicates.model import Log, random_history
 
 

@@ -22,7 +22,6 @@ from compactor.formats.delta.repair import detect, repair
 from compactor.policy.schema import load_schema
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-
 from tests.apply.helpers import exactly_once, ids, make_table, one_table_project, plan_for
 
 
@@ -75,7 +74,8 @@ def _duplicated_by_a_race(tmp_path: Path) -> tuple[Path, int, Path]:
     t = tmp_path / "lake" / "t"
     n = make_table(t, partitions=2, appends=4, rows=10)
     other = DeltaTable(str(t))
-    run_ = apply_plan(plan_for(t), target=Target(), watch_s=0)
+    # one commit per partition: the duplicate spans two of compactor's commits
+    run_ = apply_plan(plan_for(t), target=Target(commit_every_bins=1), watch_s=0)
     assert run_.ok
     other.optimize.compact()
     assert sum(ids(t).values()) == 2 * n

@@ -14,7 +14,6 @@ from deltalake import DeltaTable, write_deltalake
 from compactor.errors import StalePlanError
 from compactor.formats.delta.commit import NewFile, RemovedFile, commit_swap, new_file_name
 from compactor.formats.delta.state import read_delta_state
-
 from tests.apply.helpers import ids
 
 AWKWARD = ["a b", "x/y", "k=v", "100%", "é€", "plain"]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor.runtime.lease import TableLease
 from compactor.errors import LeaseError
+from compactor.runtime.lease import TableLease
 
 
 def test_lease_is_exclusive_and_released(tmp_path: Path) -> None:

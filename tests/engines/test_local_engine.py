@@ -10,13 +10,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.tasks.apply import apply_plan
 from compactor.formats.delta.run import partition_filters
-from compactor.planning.actions import (Action, CompactAction, Precondition, SetPropertiesAction, SortAction,
-                                        VacuumAction, ZOrderAction)
+from compactor.planning.actions import (
+    Action,
+    CompactAction,
+    Precondition,
+    SetPropertiesAction,
+    SortAction,
+    VacuumAction,
+    ZOrderAction,
+)
 from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, plan_for
 
 

@@ -13,10 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.tasks.apply import apply_plan
 from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, plan_for
 
 pytestmark = pytest.mark.spark
@@ -25,7 +24,7 @@ SPARK = Target(engine="spark")
 
 def _events(path: Path, appends: int = 6) -> int:
     n = 0
-    for i in range(appends):
+    for _i in range(appends):
         for day in ("2024-01-01", "2024-01-02"):
             rows = 40
             write_deltalake(str(path), pa.table({
@@ -110,8 +109,8 @@ def test_concurrent_appender_during_spark_apply(spark, tmp_path: Path) -> None:
 class _RacedSparkEngine(SparkEngine):
     """Another tool's compaction commits after this engine read the table and before it commits."""
 
-    def rewrite(self, jobs, schema):
-        out = super().rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        out = super().rewrite(jobs, schema, on_done)
         DeltaTable(str(Path(jobs[0].output).parents[1])).optimize.compact()
         return out
 
@@ -155,6 +154,8 @@ def test_native_sql_is_built_as_data() -> None:
     assert optimize_sql("/lake/t", {"date": "it's"}, ["user_id"]) == \
         "OPTIMIZE delta.`/lake/t` WHERE `date` = 'it\\'s' ZORDER BY (`user_id`)"
     assert optimize_sql("/lake/t", {}) == "OPTIMIZE delta.`/lake/t`"
+    assert optimize_sql("/lake/t", [{"d": "a"}, {"d": None}]) == \
+        "OPTIMIZE delta.`/lake/t` WHERE (`d` = 'a') OR (`d` IS NULL)"
     assert vacuum_sql("/lake/t", 168, True) == "VACUUM delta.`/lake/t` RETAIN 168 HOURS DRY RUN"
 
 
@@ -165,6 +166,12 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     plan = plan_for(t, engine="spark")
     plan = replace(plan, tables=tuple(replace(tp, actions=tuple(replace(a, method="optimize") for a in tp.actions))
                                       for tp in plan.tables))
+    v0 = DeltaTable(str(t)).version()
     run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
     assert run.ok
     exactly_once(t, n)
+    # one OPTIMIZE over both partitions (a commit group), reported per partition
+    assert DeltaTable(str(t)).version() == v0 + 1
+    assert [(r.files_removed, r.files_added) for r in run.results] == [(6, 1), (6, 1)]
+    assert {r.table_version_after for r in run.results} == {v0 + 1}
+    assert " OR " in run.results[0].details["sql"]

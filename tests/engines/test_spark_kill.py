@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.apply import apply_plan
 from compactor.engines.spark import SparkEngine
-from compactor.tasks.plan_file import write_plan
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan_file import write_plan
 from tests.apply.helpers import exactly_once, make_table, plan_for
 
 KILLS = 10

@@ -9,10 +9,10 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.cli.history import command as history_command
-from compactor.tasks.history import load_history, record_run
+from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.policy.schema import load_schema
+from compactor.tasks.history import load_history, record_run
 
 
 def _run(run_id: str, started: str, tables: tuple[str, ...] = ("a",), status: str = "success") -> RunResults:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from typing import Mapping
+from collections.abc import Mapping
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -77,7 +77,7 @@ def plan_for(uri: str, storage_options: Mapping[str, str] | None = None, *, engi
     state = read_delta_state(uri, storage_options)
     policy = TablePolicy(name="t", path=uri, compaction=Compaction(
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files)))
-    return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc),
+    return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC),
                       target=target(storage_options, engine), project_name="tests")
 
 

@@ -44,15 +44,14 @@ def run_query(spark, src: Path, out: str, checkpoint: str) -> None:
 
 def main(workdir: str, base: str, so_json: str) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.conftest import SPARK_TEST_CONF
-    from tests.objectstore.helpers import ids, make_table, target
-
     from compactor.engines.spark_session import build_session
     from compactor.formats.delta.state import read_delta_state
     from compactor.formats.file_sink.state import read_sink_state
     from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
     from compactor.tasks.apply import apply_plan
     from compactor.tasks.plan import build_plan
+    from tests.conftest import SPARK_TEST_CONF
+    from tests.objectstore.helpers import ids, make_table, target
 
     so = json.loads(so_json)
     obs: dict = {}
@@ -83,7 +82,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
                          sink=Sink(quiet_period=0, checkpoint=cp, downstream_streaming_readers="none"))
     state = read_sink_state(f"{base}/sink", so, checkpoint=cp)
     obs["latest_compact"] = state.extra["latest_compact"]
-    plan = build_plan([policy], {"sink": state}, now=dt.datetime.now(dt.timezone.utc), target=target(so),
+    plan = build_plan([policy], {"sink": state}, now=dt.datetime.now(dt.UTC), target=target(so),
                       project_name="t")
     obs["sink_actions"] = [(a.type, a.input_files) for a in plan.tables[0].actions]
     run = apply_plan(plan, target=target(so))
@@ -107,7 +106,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
     n = make_table(uri, so, partitions=2, appends=3, rows=10)
     dpolicy = TablePolicy(name="t", path=uri, compaction=Compaction(
         target_file_size=1 << 20, min_file_size=1 << 19, triggers=Triggers(min_input_files=2), method="auto"))
-    dplan = build_plan([dpolicy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.timezone.utc),
+    dplan = build_plan([dpolicy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.UTC),
                        target=target(so, "spark"), project_name="t")
     obs["delta_actions"] = [(a.type, a.method, a.input_files) for a in dplan.tables[0].actions]
     drun = apply_plan(dplan, target=target(so, "spark"))

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from compactor.runtime.storage import Storage
-
 from tests.objectstore.helpers import exactly_once, make_table
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ import time
 import pytest
 from deltalake import DeltaTable
 
+from compactor.engines.local import LocalEngine
 from compactor.errors import TableReadError
 from compactor.formats import get_format
 from compactor.formats.delta.log import commits_after, read_commit
@@ -18,8 +19,6 @@ from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntr
 from compactor.runtime.lease import LEASE_PATH
 from compactor.runtime.storage import Storage, StorageError
 from compactor.tasks.apply import apply_plan
-from compactor.engines.local import LocalEngine
-
 from tests.objectstore.helpers import exactly_once, journals, make_table, plan_for, target, unreferenced
 
 
@@ -69,8 +68,8 @@ def test_failed_rewrite_deletes_its_outputs_and_the_next_run_succeeds(store_root
     written: list[str] = []
 
     class CrashingEngine(LocalEngine):
-        def rewrite(self, jobs, schema):
-            files = super().rewrite(jobs, schema)
+        def rewrite(self, jobs, schema, on_done=None):
+            files = super().rewrite(jobs, schema, on_done)
             written.extend(f.location for f in files)
             raise OSError("disk full")
 
@@ -157,18 +156,19 @@ def test_recover_folder_rule_on_the_store(store_root):
 
 
 def test_z_order_and_vacuum_on_the_store(store_root):
+    import datetime as dt
+
+    from compactor.formats.delta.state import read_delta_state
     from compactor.planning.actions import VacuumAction, ZOrderAction  # noqa: F401
     from compactor.policy.model import Compaction, TablePolicy, Triggers
-    from compactor.formats.delta.state import read_delta_state
     from compactor.tasks.plan import build_plan
-    import datetime as dt
 
     uri, so = store_root.child("t"), store_root.storage_options
     n = make_table(uri, so, partitions=1, appends=3)
     policy = TablePolicy(name="t", path=uri, compaction=Compaction(
         strategy="z_order", z_order_by=("id",), target_file_size=2**20, min_file_size=2**19,
         triggers=Triggers(min_input_files=2)))
-    plan = build_plan([policy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.timezone.utc),
+    plan = build_plan([policy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.UTC),
                       target=target(so), project_name="t")
     assert [a.type for a in plan.tables[0].actions] == ["z_order"]
     run = apply_plan(plan, target=target(so))

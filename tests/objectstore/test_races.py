@@ -17,7 +17,6 @@ import pytest
 
 from compactor.tasks.apply import apply_plan
 from compactor.tasks.plan_file import write_plan
-
 from tests.objectstore.helpers import exactly_once, journals, make_table, plan_for, target, unreferenced
 
 KILLS = 10

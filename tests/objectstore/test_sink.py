@@ -20,7 +20,6 @@ from compactor.runtime.paths import filesystem
 from compactor.runtime.storage import Storage
 from compactor.tasks.apply import apply_plan
 from compactor.tasks.plan import build_plan
-
 from tests.objectstore.helpers import target
 
 QUIET = 1  # seconds: the writer guard's quiet period in these tests
@@ -67,7 +66,7 @@ def sink_plan(uri: str, so, *, grace: int = 3600, now: dt.datetime | None = None
                          compaction=Compaction(target_file_size=64 << 20, min_file_size=32 << 20,
                                                triggers=Triggers(min_input_files=2)),
                          sink=Sink(quiet_period=QUIET, grace_period=grace, downstream_streaming_readers="none"))
-    return build_plan([policy], {"s": read_sink_state(uri, so)}, now=now or dt.datetime.now(dt.timezone.utc),
+    return build_plan([policy], {"s": read_sink_state(uri, so)}, now=now or dt.datetime.now(dt.UTC),
                       target=target(so), project_name="t")
 
 
@@ -139,8 +138,8 @@ class _Writer:
     def __init__(self, inner, act):
         self.inner, self.act, self.name = inner, act, inner.name
 
-    def rewrite(self, jobs, schema):
-        out = self.inner.rewrite(jobs, schema)
+    def rewrite(self, jobs, schema, on_done=None):
+        out = self.inner.rewrite(jobs, schema, on_done)
         self.act()
         return out
 

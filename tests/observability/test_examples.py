@@ -14,7 +14,6 @@ import yaml
 
 from compactor.tasks.demo import build_demo
 
-
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
 
 

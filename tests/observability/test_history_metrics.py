@@ -12,9 +12,8 @@ import jsonschema
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.tasks.history import load_history
 from compactor.policy.schema import load_schema
-
+from compactor.tasks.history import load_history
 from tests.apply.helpers import make_table, one_table_project
 
 

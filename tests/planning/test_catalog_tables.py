@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.plan import build_plan, read_state
 from compactor.policy.model import TablePolicy
 from compactor.project.model import SparkSettings, Target
-
+from compactor.tasks.plan import build_plan, read_state
 from tests.apply.helpers import make_table
 
 
@@ -27,7 +26,7 @@ def test_catalog_table_resolves_to_its_location(spark, tmp_path: Path) -> None:
         state = read_state(policy, target)
         assert not isinstance(state, Exception), state
         assert Path(state.uri).resolve() == t.resolve() and state.file_count == 12
-        plan = build_plan([policy], {policy.name: state}, now=dt.datetime.now(dt.timezone.utc), target=target,
+        plan = build_plan([policy], {policy.name: state}, now=dt.datetime.now(dt.UTC), target=target,
                           project_name="p")
         assert plan.tables[0].error is None
         missing = read_state(TablePolicy(name="no_such_table_xyz"), target)

@@ -30,12 +30,12 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from compactor.tasks.plan import build_plan
+from compactor.models.state import Protocol, TableState, files_table
 from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table
 from compactor.policy.yamlpos import load_yaml
 from compactor.project.model import Target
-from compactor.models.state import Protocol, TableState, files_table
+from compactor.tasks.plan import build_plan
 from compactor.units import parse_size
 
 CASES = sorted((Path(__file__).parents[1] / "cases" / "plan").glob("*.yml"))

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import PlanError
-from compactor.tasks.plan import build_plan
-from compactor.tasks.plan_file import load_plan, write_plan
+from compactor.models.state import TableState, files_table
 from compactor.planning.plan import digest_paths, plan_to_dict
 from compactor.policy.model import Compaction, TablePolicy
 from compactor.project.model import Target
-from compactor.models.state import TableState, files_table
+from compactor.tasks.plan import build_plan
+from compactor.tasks.plan_file import load_plan, write_plan
 
 
 def _plan():
@@ -25,7 +25,7 @@ def _plan():
     state = TableState(uri="/t", format="delta", version=7, partition_columns=("d",),
                        files=files_table(rows, ["d"]))
     policy = TablePolicy(name="t", path="/t", compaction=Compaction(target_file_size=10_000))
-    return build_plan([policy], {"t": state}, now=dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc),
+    return build_plan([policy], {"t": state}, now=dt.datetime(2025, 1, 1, tzinfo=dt.UTC),
                       target=Target(), project_name="p")
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from compactor.api import ProjectOptions, plan
 from compactor.tasks.plan_file import load_plan
-
 from tests.apply.helpers import make_table
 
 
@@ -36,7 +35,7 @@ def test_discover_relative_paths_and_unreadable_tables(tmp_path: Path) -> None:
     compaction: {target_file_size: 1MiB, partitions: {where: "date = '2024-01-01'"}, triggers: {min_input_files: 2}}
 """)
     out = p / "target" / "plan.json"
-    result = plan(ProjectOptions(project_dir=p), now=dt.datetime.now(dt.timezone.utc), out=out)
+    result = plan(ProjectOptions(project_dir=p), now=dt.datetime.now(dt.UTC), out=out)
     by_name = {t.name: t for t in result.tables}
     assert set(by_name) == {"sales/sales/orders", "gone", "scratch"}
     orders = by_name["sales/sales/orders"]
@@ -60,7 +59,7 @@ def test_missing_discover_root_is_a_table_error_not_a_failed_plan(tmp_path: Path
     path: lake/t
     compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}
 """)
-    result = plan(ProjectOptions(project_dir=p), now=dt.datetime.now(dt.timezone.utc))
+    result = plan(ProjectOptions(project_dir=p), now=dt.datetime.now(dt.UTC))
     by_name = {t.name: t for t in result.tables}
     assert "discover root does not exist" in by_name["nothing_here"].error
     assert by_name["nothing_here"].path.endswith("no_such_dir")

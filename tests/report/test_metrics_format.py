@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.errors import CompactorError
+from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.output.metrics import write_metrics
 from compactor.planning.actions import CompactAction, VacuumAction
 from compactor.planning.plan import Plan, Skip, TablePlan

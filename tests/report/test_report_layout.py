@@ -10,15 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
-import pyarrow as pa
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.tasks.report import TableReport
 from compactor.output.report.png import chromium_cmd, find_chromium
-
+from compactor.tasks.report import TableReport
 from tests.apply.helpers import make_table
 
 #: run in the page after load: bounding boxes of every chart and every label, written to data attributes

@@ -8,7 +8,6 @@ from pathlib import Path
 from compactor import api
 from compactor.api import ProjectOptions
 from compactor.tasks.report import build_report, collect_report, write_report
-
 from tests.apply.helpers import make_table, one_table_project
 
 

@@ -6,10 +6,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from compactor.tasks.plan import build_plan
+from compactor.formats.file_sink.state import read_sink_state
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.formats.file_sink.state import read_sink_state
+from compactor.tasks.plan import build_plan
 
 ROWS = 50
 
@@ -45,7 +45,7 @@ def sink_plan(out: Path, *, engine: str = "spark", quiet_period: int = 0, grace_
                          sink=Sink(quiet_period=quiet_period, grace_period=grace_period,
                                    downstream_streaming_readers=readers))
     state = read_sink_state(str(out))
-    return build_plan([policy], {"sink": state}, now=now or dt.datetime.now(dt.timezone.utc),
+    return build_plan([policy], {"sink": state}, now=now or dt.datetime.now(dt.UTC),
                       target=Target(engine=engine), project_name="sink-tests")
 
 

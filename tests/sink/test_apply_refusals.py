@@ -7,12 +7,11 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from compactor.tasks.apply import apply_plan
-from compactor.tasks.plan import build_plan
+from compactor.formats.file_sink.state import read_sink_state
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
-from compactor.formats.file_sink.state import read_sink_state
-
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan import build_plan
 from tests.sink.helpers import make_manual_sink
 
 
@@ -27,7 +26,7 @@ def compact_plan(out: Path):
                          compaction=Compaction(target_file_size=64 << 20, min_file_size=32 << 20,
                                                triggers=Triggers(min_input_files=2)),
                          sink=Sink(quiet_period=0, downstream_streaming_readers="none"))
-    return build_plan([policy], {"s": read_sink_state(str(out))}, now=dt.datetime.now(dt.timezone.utc),
+    return build_plan([policy], {"s": read_sink_state(str(out))}, now=dt.datetime.now(dt.UTC),
                       target=Target(engine="local"), project_name="t")
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.apply import apply_plan
-from compactor.tasks.plan import build_plan
+from compactor.formats.file_sink.state import read_sink_state
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
+from compactor.tasks.apply import apply_plan
 from compactor.tasks.demo_sink import DEMO_QUIET_S, build_demo_sink
-from compactor.formats.file_sink.state import read_sink_state
+from compactor.tasks.plan import build_plan
 
 pytestmark = pytest.mark.spark
 
@@ -28,7 +28,7 @@ def test_demo_sink_compacts_after_quiet_period(spark, tmp_path: Path) -> None:
                                                triggers=Triggers(min_input_files=3)),
                          sink=Sink(quiet_period=DEMO_QUIET_S, checkpoint=info["checkpoint"],
                                    downstream_streaming_readers="none"))
-    plan = build_plan([policy], {"clicks_sink": read_sink_state(str(out))}, now=dt.datetime.now(dt.timezone.utc),
+    plan = build_plan([policy], {"clicks_sink": read_sink_state(str(out))}, now=dt.datetime.now(dt.UTC),
                       target=Target(engine="spark"), project_name="demo")
     acts = plan.tables[0].actions
     assert acts and all(a.type == "sink_compact" for a in acts), plan.tables[0].skipped

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.apply import apply_plan
 from compactor.project.model import Target
-
+from compactor.tasks.apply import apply_plan
 from tests.sink.helpers import ROWS, add_input, run_query, sink_ids, sink_plan
 
 pytestmark = pytest.mark.spark
@@ -22,7 +21,7 @@ def test_compaction_refused_while_query_runs(spark, tmp_path: Path) -> None:
         add_input(src, b)
     run_query(spark, src, out, cp)
     # a plan made when the sink looked quiet (its clock an hour ahead) with a 30 s quiet period
-    plan = sink_plan(out, quiet_period=30, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1))
+    plan = sink_plan(out, quiet_period=30, now=dt.datetime.now(dt.UTC) + dt.timedelta(hours=1))
     assert plan.tables[0].actions
     q = (spark.readStream.schema("id LONG, part INT, v DOUBLE").option("maxFilesPerTrigger", 1).json(str(src))
          .writeStream.format("parquet").partitionBy("part").option("checkpointLocation", str(cp))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from compactor.errors import TableReadError
-from compactor.formats.file_sink.log import list_log, read_entries_table, sink_entries_table, source_entries_table, _SINK_SCHEMA
+from compactor.formats.file_sink.log import (
+    _SINK_SCHEMA,
+    list_log,
+    read_entries_table,
+    sink_entries_table,
+    source_entries_table,
+)
 from compactor.formats.file_sink.state import read_sink_state
 
 FIX = Path("/work/shared/fixtures/spark/structured-streaming")

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.apply import apply_plan
-from compactor.tasks.plan import build_plan
-from compactor.policy.model import Compaction, Sink, TablePolicy
-from compactor.project.model import Target
 from compactor.formats.file_sink.log import entry_local_path, list_log
 from compactor.formats.file_sink.state import read_sink_state
-
+from compactor.policy.model import Compaction, Sink, TablePolicy
+from compactor.project.model import Target
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan import build_plan
 from tests.sink.helpers import make_manual_sink
 
 
@@ -23,7 +22,7 @@ def plan(out: Path, *, delete_files: bool, grace: int = 3600, now: dt.datetime |
     policy = TablePolicy(name="s", format="spark_file_sink", path=str(out), compaction=Compaction(enabled=False),
                          sink=Sink(quiet_period=0, downstream_streaming_readers="none", retention=86400, prune=True,
                                    prune_delete_files=delete_files, grace_period=grace))
-    return build_plan([policy], {"s": read_sink_state(str(out))}, now=now or dt.datetime.now(dt.timezone.utc),
+    return build_plan([policy], {"s": read_sink_state(str(out))}, now=now or dt.datetime.now(dt.UTC),
                       target=Target(engine="local"), project_name="t")
 
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from compactor.formats.file_sink.log import entry_local_path, list_log, source_entries_table
+from compactor.formats.file_sink.state import read_sink_state
+from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
+from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from compactor.tasks.inspect import inspect_path
 from compactor.tasks.plan import build_plan
-from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
-from compactor.project.model import Target
-from compactor.formats.file_sink.log import entry_local_path, list_log, source_entries_table
-from compactor.formats.file_sink.state import read_sink_state
 
 pytestmark = pytest.mark.spark
 
@@ -55,7 +55,7 @@ def test_encoded_paths_read_and_compact(spark, tmp_path: Path) -> None:
                          compaction=Compaction(target_file_size=64 << 20, min_file_size=32 << 20,
                                                triggers=Triggers(min_input_files=2)),
                          sink=Sink(quiet_period=0, downstream_streaming_readers="none"))
-    plan = build_plan([policy], {"s": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(engine="local"),
+    plan = build_plan([policy], {"s": state}, now=dt.datetime.now(dt.UTC), target=Target(engine="local"),
                       project_name="t")
     assert len(plan.tables[0].actions) == 2  # one bin per partition, both encoded
     run = apply_plan(plan, target=Target(engine="local"))

@@ -16,12 +16,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from compactor.tasks.apply import apply_plan
-from compactor.tasks.plan_file import write_plan
-from compactor.project.model import Target
 from compactor.formats.file_sink.log import entry_local_path
 from compactor.formats.file_sink.state import read_sink_state
-
+from compactor.project.model import Target
+from compactor.tasks.apply import apply_plan
+from compactor.tasks.plan_file import write_plan
 from tests.sink.helpers import add_input, run_query, sink_ids, sink_plan
 
 pytestmark = pytest.mark.spark

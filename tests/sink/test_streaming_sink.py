@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compactor.tasks.apply import apply_plan
-from compactor.project.model import Target
 from compactor.formats.file_sink.log import list_log
-
+from compactor.project.model import Target
+from compactor.tasks.apply import apply_plan
 from tests.sink.helpers import ROWS, add_input, run_query, sink_ids, sink_plan
 
 pytestmark = pytest.mark.spark
@@ -50,7 +49,7 @@ def test_compact_restart_and_grace_deletion(spark, tmp_path: Path, engine: str) 
 
     # after the grace period a later run deletes the replaced files no log file references
     time.sleep(1.1)
-    later = dt.datetime.now(dt.timezone.utc)
+    later = dt.datetime.now(dt.UTC)
     plan = sink_plan(out, engine=engine, grace_period=1, now=later)
     delete = [a for a in plan.tables[0].actions if a.type == "sink_delete_replaced"]
     assert delete and delete[0].input_files == 12

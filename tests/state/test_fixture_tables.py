@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import TableReadError
-from compactor.tasks.plan import build_plan
+from compactor.formats.delta.state import read_delta_state
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target
-from compactor.formats.delta.state import read_delta_state
-
+from compactor.tasks.plan import build_plan
 from tests.conftest import FIXTURES, FIXTURES_MISSING, fixture_dirs
 
 DELTA_FIXTURES = fixture_dirs("delta-golden", "delta-misc", "delta-rs")
@@ -45,7 +44,7 @@ def test_fixture_plans_or_is_unreadable(path: Path, engine: str) -> None:
         assert path.name not in UNREADABLE
         assert state.version is not None and state.files.num_rows >= 0
     policy = TablePolicy(name=path.name, path=str(path))
-    plan = build_plan([policy], {path.name: state}, now=dt.datetime.now(dt.timezone.utc),
+    plan = build_plan([policy], {path.name: state}, now=dt.datetime.now(dt.UTC),
                       target=Target(engine=engine), project_name="fixtures")
     t = plan.tables[0]
     if isinstance(state, Exception):
@@ -59,7 +58,7 @@ def test_fixture_plans_or_is_unreadable(path: Path, engine: str) -> None:
 
 def test_unsupported_fixture_reasons_name_the_feature(fixtures_dir: Path) -> None:
     state = read_delta_state(str(fixtures_dir / "delta-rs" / "table_with_liquid_clustering"))
-    plan = build_plan([TablePolicy(name="x", path="x")], {"x": state}, now=dt.datetime.now(dt.timezone.utc),
+    plan = build_plan([TablePolicy(name="x", path="x")], {"x": state}, now=dt.datetime.now(dt.UTC),
                       target=Target(), project_name="p")
     (skip,) = plan.tables[0].skipped
     assert skip.reason == "unsupported" and "rowTracking" in skip.message

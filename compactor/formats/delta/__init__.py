@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Any, Collection, Mapping
+from typing import Any
 
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.models.state import TableState
@@ -68,6 +69,16 @@ class DeltaFormat:
         from compactor.formats.delta.run import run_action
 
         return run_action(action, ctx)
+
+    def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
+        from compactor.formats.delta.run import group_key
+
+        return group_key(action, state, engine, uri)
+
+    def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
+        from compactor.formats.delta.run import run_group
+
+        return run_group(actions, ctx)
 
     def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
         from compactor.formats.delta.run import referenced_paths

@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError
 from compactor.formats.delta.log import Commit, commits_after

@@ -30,8 +30,9 @@ Only the commits given are known: a path first seen being removed is assumed liv
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from compactor.formats.delta.log import Commit
 
@@ -290,7 +291,7 @@ def describe(d: Duplicate, rows: Mapping[str, int | None] | None = None) -> dict
     n = None
     if rows is not None:
         counts = [rows.get(p) for p in d.files]
-        n = None if any(c is None for c in counts) else sum(counts)  # type: ignore[misc]
+        n = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
     return {"kind": d.kind, "earlier_versions": d.earlier_versions, "later_version": d.later,
             "files": d.files, "rows": n, "chain": list(d.chain), "status": d.status,
             "repaired_by": d.resolved_by, "repairable": d.unrepairable is None,

@@ -14,7 +14,8 @@ table).
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from compactor.errors import ApplyError
 from compactor.formats.delta.commit import RemovedFile

@@ -25,14 +25,15 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from compactor.errors import ApplyError, VerificationError
 from compactor.formats.delta.commit import MARKER, find_commit
 from compactor.formats.delta.duplicates import REPAIR_OF, Analysis, RepairPlan, analyse, describe, repair_plan
-from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit, read_commit_text
+from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.runtime.paths import filesystem, join
 
@@ -256,10 +257,10 @@ def _actions(uri: str, storage_options: Mapping[str, str] | None, analysis: Anal
         add = analysis.last_add.get(p) or {}
         actions.append(RemoveAction(p, False, now, int(add.get("size") or 0), dict(add.get("partitionValues") or {})))
     for p in plan.restore:
-        add = analysis.last_add.get(p)
+        last = analysis.last_add.get(p)
         rem = analysis.last_remove.get(p) or {}
-        if add is not None:
-            size, pv, stats = int(add.get("size") or 0), add.get("partitionValues"), add.get("stats")
+        if last is not None:
+            size, pv, stats = int(last.get("size") or 0), last.get("partitionValues"), last.get("stats")
         else:  # added before the window: size and partition values from its remove, stats from its footer
             size, pv, stats = int(rem.get("size") or 0), rem.get("partitionValues"), None
         if pv is None:

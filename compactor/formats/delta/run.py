@@ -18,23 +18,44 @@ import logging
 import posixpath
 import threading
 import uuid
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
-from compactor.errors import (ApplyError, CompactorError, PlanError, StalePlanError, UnsupportedTableError,
-                              VerificationError)
+from compactor.errors import (
+    ApplyError,
+    CompactorError,
+    PlanError,
+    StalePlanError,
+    UnsupportedTableError,
+    VerificationError,
+)
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta import guard
-from compactor.formats.delta.commit import MARKER, NewFile, RemovedFile, commit_swap, find_commit, new_file_name
+from compactor.formats.delta.commit import (
+    MARKER,
+    NewFile,
+    RemovedFile,
+    commit_swap,
+    find_commit,
+    new_file_name,
+    removed_since,
+)
 from compactor.formats.delta.log import Commit, commits_after
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.models.state import TableState
-from compactor.planning.actions import (Action, RewriteAction, SetPropertiesAction, SortAction, VacuumAction,
-                                        ZOrderAction)
+from compactor.planning.actions import (
+    Action,
+    RewriteAction,
+    SetPropertiesAction,
+    SortAction,
+    VacuumAction,
+    ZOrderAction,
+)
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime.journal import ActionJournal, folders_of
 from compactor.runtime.paths import join
@@ -86,7 +107,10 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         hint = ("load the Delta jars into the Spark session (profile spark.delta_jars) so that delta-spark's "
                 "OPTIMIZE compacts it" if hasattr(engine, "sql") else None)
         raise UnsupportedTableError(f"{ctx.table.name}: {reason}", hint=hint)
-    return _rewrite(action, ctx, engine)
+    (result,) = _rewrite_group([action], ctx, engine)
+    if isinstance(result, CompactorError):
+        raise result
+    return result
 
 
 def _check_writable(ctx: ActionContext) -> None:
@@ -166,34 +190,61 @@ def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]
 
 @dataclass
 class _Prepared:
-    """One action's bins, rewritten (or being rewritten in the background) and not yet committed."""
+    """A commit group's bins, rewritten (or being rewritten in the background) and not yet committed."""
 
-    action: RewriteAction
+    actions: tuple[RewriteAction, ...]
     outputs: list[str]
     staging: list[str]
     journal: ActionJournal
     future: Future[list[WrittenFile]]
 
+    def slices(self) -> list[slice]:
+        """Each action's bins in the group's job list."""
+        out, at = [], 0
+        for a in self.actions:
+            out.append(slice(at, at + len(a.bins)))
+            at += len(a.bins)
+        return out
 
-def _prepare(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema, key: str, *,
-             background: bool) -> _Prepared:
-    """Journal the action's outputs, then rewrite its bins: now, or on a background thread (the next
-    action's bins are rewritten while this one commits)."""
+
+def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema,
+             key: str, *, background: bool) -> _Prepared:
+    """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
+    max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
+    bins are rewritten while this one commits)."""
     uri = ctx.table.path
-    jobs, outputs, staging = _jobs(uri, action)
+    jobs: list[BinJob] = []
+    outputs: list[str] = []
+    staging: list[str] = []
+    for a in actions:
+        j, o, s = _jobs(uri, a)
+        jobs += j
+        outputs += o
+        staging += s
     journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), key, ctx.state.version,
                             outputs=outputs, staging=staging, storage_options=ctx.storage_options)
     journal.__enter__()  # on storage before the engine writes a single file
+    on_done = None
+    if ctx.on_bin_done is not None:
+        report = ctx.on_bin_done
+        per_bin = []
+        for a in actions:
+            files = planned_inputs(ctx.state, a, ctx.cache)
+            per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
+        by_output = {j.output: n for j, n in zip(jobs, per_bin)}
+
+        def on_done(job: BinJob, _: WrittenFile) -> None:
+            report(by_output.get(job.output, 0))
 
     def run() -> list[WrittenFile]:
-        return engine.rewrite(jobs, schema)
+        return engine.rewrite(jobs, schema, on_done=on_done)
 
     future: Future[list[WrittenFile]] = Future()
     if background:
         threading.Thread(target=_fill_future, args=(future, run), name="prepare-next", daemon=True).start()
     else:
         _fill_future(future, run)
-    return _Prepared(action, outputs, staging, journal, future)
+    return _Prepared(tuple(actions), outputs, staging, journal, future)
 
 
 def _fill_future(future: Future, fn: Any) -> None:
@@ -205,7 +256,7 @@ def _fill_future(future: Future, fn: Any) -> None:
 
 def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read_version: int, marker: str,
          error: BaseException | None) -> None:
-    """Close the prepared action's journal; after a failure, first delete what it wrote (unless its
+    """Close the prepared group's journal; after a failure, first delete what it wrote (unless its
     commit landed after all)."""
     if error is not None:
         try:
@@ -219,70 +270,184 @@ def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read
 
 
 def discard_prepared(cache: dict[str, Any]) -> None:
-    """Discard an action prepared in the background that never ran (stale, or the table stopped)."""
+    """Discard a group prepared in the background that never ran (stale, or the table stopped)."""
     pending = cache.pop("prepared", None)
     if pending is None:
         return
     prepared, uri, storage_options, read_version = pending
-    _end(prepared, uri, storage_options, read_version, "", StalePlanError("prepared action did not run"))
+    _end(prepared, uri, storage_options, read_version, "", StalePlanError("prepared group did not run"))
 
 
-def _take_prepared(ctx: ActionContext, action: RewriteAction) -> _Prepared | None:
+def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Prepared | None:
     pending = ctx.cache.pop("prepared", None)
     if pending is None:
         return None
-    if pending[0].action is action:
+    if len(pending[0].actions) == len(actions) and all(a is b for a, b in zip(pending[0].actions, actions)):
         return pending[0]
     discard_prepared({"prepared": pending})
     return None
 
 
+REWRITE_GROUP = "rewrite"
+
+
+def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str) -> Any:
+    """Actions with the same key may share one commit (None: the action runs on its own). "rewrite": a
+    compaction or sort through compactor's rewrite pipeline, on files it can rewrite; ("optimize", ...):
+    delta-spark OPTIMIZE with the same settings, run once over the group's partitions."""
+    if not isinstance(action, RewriteAction):
+        return None
+    if _native(action, engine, uri):
+        if "clustering" in state.protocol.writer_features:
+            return None  # OPTIMIZE of a clustered table takes no partition predicate
+        return ("optimize", action.target_file_size, action.min_file_size,
+                tuple(action.z_order_by) if isinstance(action, ZOrderAction) else ())
+    if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
+        return None
+    blocked = set(state.extra.get("deleted_rows") or ()) | set(state.extra.get("unremovable_paths") or ())
+    return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP
+
+
 def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
-    """Start rewriting the table's next action now, if it is a rewrite this pipeline will run."""
-    nxt = ctx.next_action
-    if nxt is None or not isinstance(nxt, RewriteAction) or isinstance(nxt, ZOrderAction) or ctx.dry_run:
-        return
-    if _native(nxt, engine) or unsupported_reason(ctx.state, engine.name):
+    """Start rewriting the table's next commit group now (it will run: its preconditions hold)."""
+    nxt = ctx.next_group
+    if not nxt or ctx.dry_run or \
+            not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        inputs = planned_inputs(ctx.state, nxt, ctx.cache)
-        _refuse_unrewritable(ctx, inputs)
+        for a in nxt:
+            planned_inputs(ctx.state, a, ctx.cache)
     except CompactorError:
         return  # its own run reports it
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, ctx, engine, schema, key, background=True)
+    prepared = _prepare(nxt, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
     ctx.cache["prepared"] = (prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
 
 
-def _rewrite(action: RewriteAction, ctx: ActionContext, engine: RewriteEngine) -> ActionOutcome:
+def run_group(actions: Sequence[Action], ctx: ActionContext) -> list[ActionOutcome | CompactorError]:
+    """Consecutive actions of one group key, committed together (partial progress per group): their bins
+    rewritten at once by compactor's pipeline, or one delta-spark OPTIMIZE over their partitions. Per
+    action: its outcome, or the error that kept it out of the commit (stale: an input was removed by a
+    concurrent commit). Rows are verified per bin before the commit; a mismatch anywhere commits
+    nothing (VerificationError)."""
+    engine = ctx.engine()
+    keys = {group_key(a, ctx.state, engine, ctx.table.path) for a in actions}
+    if len(keys) != 1 or None in keys:
+        raise ApplyError(f"actions of partitions {[dict(a.partition) for a in actions]} cannot share a commit")
+    rewrites: list[RewriteAction] = list(actions)  # type: ignore[arg-type]
+    if keys != {REWRITE_GROUP}:
+        return _native_optimize_group(rewrites, ctx, engine)  # type: ignore[return-value]
+    return _rewrite_group(rewrites, ctx, engine)
+
+
+def _rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
+                   engine: RewriteEngine) -> list[ActionOutcome | CompactorError]:
+    """The rewrite pipeline for one commit group (run_group)."""
     state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
     read_version = int(state.version or 0)
-    inputs = planned_inputs(state, action, ctx.cache)
-    _refuse_unrewritable(ctx, inputs)
+    inputs = [planned_inputs(state, a, ctx.cache) for a in rewrites]
+    for i in inputs:
+        _refuse_unrewritable(ctx, i)
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     marker = ctx.commit_metadata[MARKER]
-    prepared = _take_prepared(ctx, action) or _prepare(action, ctx, engine, schema, marker, background=False)
+    prepared = _take_prepared(ctx, rewrites) or _prepare(rewrites, ctx, engine, schema, marker, background=False)
+    results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()
-        _prepare_next(ctx, engine, schema)  # the next action's bins are rewritten while this one commits
-        verify_footers(action.bins, written)
-        added = [NewFile(rel, w.size, dict(action.partition), w.stats, w.rows)
-                 for rel, w in zip(prepared.outputs, written)]
-        removed = [inputs[p] for p in action.input_paths]
-        own = commit_swap(dt, uri, so, read_version=read_version, removed=removed, added=added,
-                          commit_metadata=ctx.commit_metadata)
+        _prepare_next(ctx, engine, schema)  # the next group's bins are rewritten while this one commits
+        failures = _verify_members(rewrites, prepared, written)
+        if failures:
+            raise _GroupNotCommitted(failures)
+        files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
+        for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
+            added = [NewFile(rel, w.size, dict(a.partition), w.stats, w.rows)
+                     for rel, w in zip(prepared.outputs[cut], written[cut])]
+            files.append(([ins[p] for p in a.input_paths], added, written[cut]))
+        stale = _stale_members(uri, so, read_version, files)
+        _drop_outputs(uri, so, [f for k, f in enumerate(files) if k in stale])
+        keep = [f for k, f in enumerate(files) if k not in stale]
+        own = commit_swap(dt, uri, so, read_version=read_version, removed=[r for f in keep for r in f[0]],
+                          added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata)
+    except _GroupNotCommitted as e:
+        _end(prepared, uri, so, read_version, marker, e)
+        return list(e.members)
     except BaseException as e:
         _end(prepared, uri, so, read_version, marker, e)
         raise
     _end(prepared, uri, so, read_version, marker, None)
-    outcome = ActionOutcome(
-        files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
-        bytes_added=sum(a.size for a in added), rows_removed=sum(w.rows_in for w in written),
-        rows_added=sum(w.rows for w in written), version_before=read_version, version_after=own.version,
-        removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
-        details={"bins": len(action.bins)})
-    return _after_commit(ctx, dt, own, removed, outcome)
+    outcomes = []
+    for k, (removed, added, w) in enumerate(files):
+        if k in stale:
+            results.append(stale[k])
+            continue
+        outcome = ActionOutcome(
+            files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
+            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
+            rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
+            removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
+            details={"bins": len(rewrites[k].bins), "commit_group": len(keep)})
+        outcomes.append(outcome)
+        results.append(outcome)
+    _after_group_commit(ctx, dt, own, [r for f in keep for r in f[0]], outcomes)
+    return results
+
+
+class _GroupNotCommitted(Exception):
+    """Nothing of a group was committed; per member, why."""
+
+    def __init__(self, members: list[CompactorError]) -> None:
+        super().__init__("commit group not committed")
+        self.members = members
+
+
+def _verify_members(actions: Sequence[RewriteAction], prepared: _Prepared,
+                    written: Sequence[WrittenFile]) -> list[CompactorError]:
+    """Footer verification of every member. When one fails, nothing of the group may commit: the failing
+    members get their VerificationError, the others an error saying why they were not committed."""
+    errors: list[CompactorError | None] = []
+    for a, cut in zip(actions, prepared.slices()):
+        try:
+            verify_footers(a.bins, written[cut])
+            errors.append(None)
+        except VerificationError as e:
+            errors.append(e)
+    if not any(errors):
+        return []
+    bad = [dict(a.partition) for a, e in zip(actions, errors) if e is not None]
+    return [e if e is not None else ApplyError(f"not committed: partition {bad[0]} of the same commit group "
+                                               "failed verification; nothing of the group was committed")
+            for e in errors]
+
+
+def _stale_members(uri: str, storage_options: Mapping[str, str], read_version: int,
+                   files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> dict[int, CompactorError]:
+    """Members of a group with an input a concurrent commit removed since ``read_version`` (they stay out
+    of the commit; the others go ahead). Raises StalePlanError when that is all of them."""
+    gone = removed_since(uri, storage_options, read_version, [r.path for f in files for r in f[0]])
+    if not gone:
+        return {}
+    stale: dict[int, CompactorError] = {}
+    for k, (removed, _, _) in enumerate(files):
+        hit = [r.path for r in removed if r.path in gone]
+        if hit:
+            stale[k] = StalePlanError(f"{len(hit)} input file(s) were removed by a concurrent commit (e.g. {hit[0]} "
+                                      f"in version {gone[hit[0]]}); nothing of this partition was committed",
+                                      hint="re-plan")
+    if len(stale) == len(files):
+        raise next(iter(stale.values()))
+    return stale
+
+
+def _drop_outputs(uri: str, storage_options: Mapping[str, str],
+                  files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> None:
+    """Delete the outputs of group members that stay out of the commit (the journal still names them)."""
+    if not files:
+        return
+    storage = storage_for(uri, storage_options)
+    for _, added, _ in files:
+        for n in added:
+            storage.delete(n.path)
 
 
 def _after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
@@ -300,6 +465,22 @@ def _after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[Re
         return outcome
     check_commit(own, outcome)
     return outcome
+
+
+def _after_group_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
+                        outcomes: Sequence[ActionOutcome]) -> None:
+    """The overlap guard and the log check for a group's one commit (``outcomes``: its members)."""
+    whole = ActionOutcome(
+        rows_added=sum(o.rows_added or 0 for o in outcomes), version_before=outcomes[0].version_before,
+        version_after=own.version, files_removed=sum(o.files_removed for o in outcomes),
+        removed_paths=tuple(p for o in outcomes for p in o.removed_paths),
+        added_paths=tuple(p for o in outcomes for p in o.added_paths))
+    _after_commit(ctx, dt, own, removed, whole)
+    if "repaired" in whole.details:  # the whole commit was undone: no member's rewrite stands
+        for o in outcomes:
+            o.details["repaired"] = whole.details["repaired"]
+            o.version_after = whole.version_after
+            o.files_added = o.files_removed = 0
 
 
 def check_commit(own: Commit, outcome: ActionOutcome) -> None:
@@ -408,8 +589,8 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
             n = _footer_rows(uri, path, so)
         dv = rem.get("deletionVector") or {}
         removed_rows.append(n - int(dv.get("cardinality") or 0))
-    added_rows = [(_num_records(a) if _num_records(a) is not None else _footer_rows(uri, p, so))
-                  for p, a in own.adds.items()]
+    logged = [_num_records(a) for a in own.adds.values()]
+    added_rows = [n if n is not None else _footer_rows(uri, p, so) for n, p in zip(logged, own.adds)]
     outcome = ActionOutcome(
         files_removed=len(own.removes), files_added=len(own.adds),
         bytes_removed=sum(int(r.get("size") or 0) for r in own.removes.values()),
@@ -448,28 +629,62 @@ def _native(action: RewriteAction, engine: RewriteEngine, uri: str = "") -> bool
 
 
 def _native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> ActionOutcome:
+    (outcome,) = _native_optimize_group([action], ctx, engine)
+    return outcome
+
+
+def _native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Any) -> list[ActionOutcome]:
+    """One delta-spark OPTIMIZE over the actions' partitions (same settings), one commit; rows verified
+    over the whole commit, files and rows reported per partition."""
     from compactor.engines.spark import optimize_conf, optimize_sql
 
     uri = ctx.table.path
     dt = handle(ctx)
     read_version = dt.version()
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
-    conf = {**optimize_conf(action.target_file_size, action.min_file_size),
+    first = actions[0]
+    conf = {**optimize_conf(first.target_file_size, first.min_file_size),
             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
-    z = list(action.z_order_by) if isinstance(action, ZOrderAction) else []
+    z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
     clustered = "clustering" in ctx.state.protocol.writer_features
-    sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else action.partition, z)
+    sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
     try:
         engine.sql(sql, conf)
     finally:
         engine.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
     own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
-        return ActionOutcome(version_before=read_version, version_after=read_version,
-                             details={"note": "delta-spark OPTIMIZE found nothing to rewrite", "sql": sql})
-    outcome = _outcome_from_log(ctx, dt, own, read_version, records)
-    outcome.details["sql"] = sql
-    return outcome
+        return [ActionOutcome(version_before=read_version, version_after=read_version,
+                              details={"note": "delta-spark OPTIMIZE found nothing to rewrite", "sql": sql})
+                for _ in actions]
+    whole = _outcome_from_log(ctx, dt, own, read_version, records)
+    whole.details["sql"] = sql
+    if len(actions) == 1:
+        return [whole]
+    return [_member_outcome(a, own, whole, ctx.state.partition_columns) for a in actions]
+
+
+def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
+                    partition_columns: Sequence[str]) -> ActionOutcome:
+    """The part of a grouped OPTIMIZE commit in ``action``'s partition (rows are verified for the whole
+    commit; per partition they are the planned rows)."""
+    mine = {c: action.partition.get(c) for c in partition_columns}
+
+    def ours(entry: Mapping[str, Any]) -> bool:
+        pv = entry.get("partitionValues") or {}
+        return all(pv.get(c) == mine[c] for c in partition_columns)
+
+    removes = {p: r for p, r in own.removes.items() if ours(r)}
+    adds = {p: a for p, a in own.adds.items() if ours(a)}
+    details = {k: v for k, v in whole.details.items() if k in ("sql", "repaired")}
+    return ActionOutcome(
+        files_removed=0 if "repaired" in details else len(removes),
+        files_added=0 if "repaired" in details else len(adds),
+        bytes_removed=sum(int(r.get("size") or 0) for r in removes.values()),
+        bytes_added=sum(int(a.get("size") or 0) for a in adds.values()),
+        rows_removed=action.rows, rows_added=action.rows if adds else 0,
+        version_before=whole.version_before, version_after=whole.version_after,
+        removed_paths=tuple(removes), added_paths=tuple(adds), details={**details, "commit_group": True})
 
 
 # ----------------------------------------------------------------------------- retention
@@ -485,7 +700,7 @@ def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         # never below what the table declares (delta-rs would refuse too; say why clearly)
         raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
                          hint="apply the set_properties action first or raise the policy's retention")
-    engine = ctx.engine() if ctx.target.engine == "spark" else None
+    engine: Any = ctx.engine() if ctx.target.engine == "spark" else None
     if engine is not None and hasattr(engine, "sql") and engine.delta_sql_available() \
             and engine.native_commits_safe(ctx.table.path):
         from compactor.engines.spark import vacuum_sql

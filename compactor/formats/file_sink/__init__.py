@@ -4,8 +4,10 @@ format "spark_file_sink"."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Collection, Mapping
+from collections.abc import Collection, Mapping
+from typing import Any
 
+from compactor.errors import ApplyError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
@@ -50,6 +52,12 @@ class FileSinkFormat:
 
     def finish(self, cache: dict[str, Any]) -> None:
         pass
+
+    def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
+        return None  # each sink action swaps the manifest on its own
+
+    def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
+        raise ApplyError("file-sink actions are not grouped")
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state

@@ -12,8 +12,9 @@ the location compactor hands to engines and records in its ledger: the absolute 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from compactor.errors import TableReadError

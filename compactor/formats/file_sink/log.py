@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa

@@ -13,8 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from compactor.models.state import TableState
-from compactor.planning.actions import (Action, Precondition, SinkCompactAction, SinkDeleteReplacedAction,
-                                        SinkGuards, SinkPruneAction)
+from compactor.planning.actions import (
+    Action,
+    Precondition,
+    SinkCompactAction,
+    SinkDeleteReplacedAction,
+    SinkGuards,
+    SinkPruneAction,
+)
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, TablePlan
 from compactor.policy.model import Sink, TablePolicy
@@ -52,7 +58,7 @@ def sink_guards(policy: TablePolicy, state: TableState) -> dict[str, Any]:
 
 def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
     sink = policy.sink or Sink()
-    base = dict(name=policy.name, path=state.uri, format="spark_file_sink", engine=engine, version=state.version,
+    base: dict[str, Any] = dict(name=policy.name, path=state.uri, format="spark_file_sink", engine=engine, version=state.version,
                 bin_model="delta-spark", partition_columns=state.partition_columns, files_before=state.file_count,
                 bytes_before=state.total_bytes, policy_source=str(policy.source))
     if not policy.enabled:

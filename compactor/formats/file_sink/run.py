@@ -31,7 +31,15 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.plan import readers_guard, writer_guard
-from compactor.formats.file_sink.state import LEDGER, METADATA_DIR, SWAPS, read_ledger, read_sink_state, read_swaps, sink_log
+from compactor.formats.file_sink.state import (
+    LEDGER,
+    METADATA_DIR,
+    SWAPS,
+    read_ledger,
+    read_sink_state,
+    read_swaps,
+    sink_log,
+)
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
 from compactor.runtime.paths import filesystem
 from compactor.runtime.storage import ObjectNotFoundError
@@ -46,9 +54,9 @@ def _referenced(sink: SinkRoot, files: Any = None) -> set[str]:
     out: set[str] = set()
     for lf in (mlog.visible_files() if files is None else files(mlog)):
         for e in mlog.read_entries(lf):
-            rel = sink.rel(e["path"])
-            if rel is not None:
-                out.add(rel)
+            found = sink.rel(e["path"])
+            if found is not None:
+                out.add(found)
     return out
 
 
@@ -72,9 +80,9 @@ def recover(sink: SinkRoot) -> list[str]:
         # killed after the manifest swap: the replaced inputs still go through the grace period
         _add_to_ledger(sink, [sink.location(i) for i in inputs if i not in visible])
     for loc in entry.get("staging", []):
-        rel = sink.rel_of_location(loc)
-        if rel:
-            sink.storage.delete_prefix(rel)
+        folder = sink.rel_of_location(loc)
+        if folder:
+            sink.storage.delete_prefix(folder)
     sink.storage.delete(JOURNAL)
     return removed
 
@@ -88,7 +96,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if not isinstance(action, (SinkCompactAction, SinkPruneAction)):
         raise ApplyError(f"{action.type} is not an action for file sinks")
     state = read_sink_state(sink.uri, ctx.storage_options, checkpoint=action.checkpoint)
-    guard = writer_guard(action, state, dt.datetime.now(dt.timezone.utc)) or readers_guard(action)
+    guard = writer_guard(action, state, dt.datetime.now(dt.UTC)) or readers_guard(action)
     if guard:
         raise SinkGuardError(f"refused, nothing changed: {guard}")
     lc_name = action.latest_compact
@@ -98,13 +106,14 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     missing = [p for p in action.input_paths if not listed.get(p)]
     if missing:
         raise StalePlanError(f"{len(missing)} planned file(s) are no longer in {lc_name} (e.g. {missing[0]})")
-    rels = {p: sink.rel(p) for p in action.input_paths}
-    outside = [p for p, r in rels.items() if r is None]
+    found = {p: sink.rel(p) for p in action.input_paths}
+    outside = [p for p, r in found.items() if r is None]
     if outside:
         # e.g. a copied or moved sink whose log still names the original location: rewriting (and later
         # deleting) those files would touch another directory's data
         raise ApplyError(f"{len(outside)} manifest entr(ies) lie outside {sink} (e.g. {outside[0]}); "
                          "refusing to rewrite files of another location")
+    rels: dict[str, str] = {p: r for p, r in found.items() if r is not None}
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
     if isinstance(action, SinkPruneAction):
@@ -115,7 +124,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     jobs: list[BinJob] = []
     finals: list[str] = []
     for b in action.bins:
-        folders = {SinkRoot.folder(rels[p]) for p in b}  # type: ignore[arg-type]
+        folders = {SinkRoot.folder(rels[p]) for p in b}
         if len(folders) != 1:
             raise ApplyError("a bin mixes partition folders; refusing to rewrite it")
         folder = folders.pop()
@@ -124,7 +133,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         journal["files"].append(sink.location(final))
         journal["staging"].append(sink.location(staging))
         finals.append(final)
-        jobs.append(BinJob(tuple(sink.location(rels[p]) for p in b), sink.location(final),  # type: ignore[arg-type]
+        jobs.append(BinJob(tuple(sink.location(rels[p]) for p in b), sink.location(final),
                            sink.location(staging)))
     try:
         _write_journal(sink, journal)

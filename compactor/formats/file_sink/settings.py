@@ -49,4 +49,4 @@ def writer_settings(policy: TablePolicy) -> WriterSettings:
     if s.quiet_period:
         notes.append(f"compactor compacts only after the writer has been quiet for {_duration(s.quiet_period)}: "
                      "schedule it between runs of the query (e.g. after trigger(availableNow=True))")
-    return WriterSettings(policy.name, policy.path, conf, opts, tuple(notes))
+    return WriterSettings(policy.name, policy.path or "", conf, opts, tuple(notes))

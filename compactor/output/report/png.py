@@ -41,7 +41,10 @@ def write_pngs(report_html: str, out_dir: Path) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         for table, body in sections:
             for svg, chart in re.findall(r'(?s)(<svg class="chart" data-chart="([^"]+)".*?</svg>)', body):
-                w, h = map(int, re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).groups())
+                box = re.search(r'viewBox="0 0 (\d+) (\d+)"', svg)
+                if box is None:
+                    continue  # not a chart compactor drew
+                w, h = map(int, box.groups())
                 page = Path(tmp) / "chart.html"
                 page.write_text(f"<!doctype html><html><head><meta charset='utf-8'><style>{CSS} body{{margin:0}}"
                                 f".chart{{width:{w}px;margin:0;border:0}}</style></head><body>{svg}</body></html>")

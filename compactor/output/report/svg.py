@@ -8,8 +8,7 @@ of their width and never overlap (a browser test measures them).
 from __future__ import annotations
 
 import html
-import math
-from typing import Sequence
+from collections.abc import Sequence
 
 W, H = 1000, 240
 PAD_L, PAD_R, PAD_B = 80, 16, 44
