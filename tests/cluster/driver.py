@@ -10,7 +10,8 @@ local SparkContext). Each prints ``app <application id>`` as soon as its session
 and ``ready <executors>``, then reads one JSON request a line from stdin and answers each with one
 ``result {...}`` line (the tests' session-scoped driver, tests/cluster/conftest.py):
 
-    {"op": "apply", "plan": "<plan.json>"}   compactor's apply_plan with the spark engine on this session
+    {"op": "apply", "plan": "<plan.json>", "target": {"commit_every_bins": 4}}
+                                             compactor's apply_plan with the spark engine on this session
     {"op": "executors", "wait_for": 2}       executors registered (waiting up to 120 s for ``wait_for``)
     {"op": "quit"}
 """
@@ -116,7 +117,8 @@ def _apply(spark, req: dict) -> dict:
     from compactor.tasks.apply import apply_plan
     from compactor.tasks.plan_file import load_plan
 
-    target = Target(engine="spark", watch_window_s=0.0)
+    # request "target": Target fields (commit_every_bins, threads, ...) on top of the test defaults
+    target = Target(engine="spark", watch_window_s=0.0, **req.get("target", {}))
     engine = SparkEngine(target)
     t0 = time.monotonic()
     try:

@@ -64,6 +64,8 @@ def test_apply_on_two_workers(cluster: StandaloneCluster, driver: DriverClient, 
     res = driver.request({"op": "apply", "plan": str(tmp_path / "plan.json")})
     assert res.get("ok"), res
     assert [r["status"] for r in res["results"]] == ["success"] * 4
+    # one commit group (8 bins < commit_every_bins' default): the four actions share one commit
+    assert len({r["version_after"] for r in res["results"]}) == 1, res["results"]
     after = _live(t)
     planned = {p for a in actions for p in a.input_paths}
     assert planned <= before and not (planned & after), "a planned input is still live"
@@ -90,8 +92,8 @@ def _running_worker(cluster: StandaloneCluster, app: str) -> int | None:
 
 def test_worker_killed_mid_apply(cluster: StandaloneCluster, driver: DriverClient, tmp_path: Path) -> None:
     """A worker's process group (worker JVM + executor + Python workers) is SIGKILLed while bins are being
-    written. Spark re-runs the lost tasks on the other executor and the apply succeeds, or compactor fails
-    the action cleanly; either way every id stays live exactly once, nothing is left behind, and a new
+    written, with commit groups of two actions. Spark re-runs the lost tasks on the other executor and the
+    apply succeeds, or compactor fails that group cleanly (groups committed before stay committed); either way every id stays live exactly once, nothing is left behind, and a new
     plan + apply converges (no compaction left)."""
     t = tmp_path / "t"
     n = make_table(t, partitions=6, appends=8, rows=40_000)  # bins of 160k rows: tasks of ~1 s or more
@@ -99,7 +101,8 @@ def test_worker_killed_mid_apply(cluster: StandaloneCluster, driver: DriverClien
     plan = _plan(t, tmp_path / "plan.json", target)
     actions = plan.tables[0].actions
     before = _live(t)
-    driver.send({"op": "apply", "plan": str(tmp_path / "plan.json")})
+    # commit groups of 2 actions (4 bins): 3 groups, so groups before the kill commit whatever happens after
+    driver.send({"op": "apply", "plan": str(tmp_path / "plan.json"), "target": {"commit_every_bins": 4}})
     # bins are being written once a staging folder holds Spark's _temporary; then pick a busy worker
     deadline, victim = time.monotonic() + 120, None
     while time.monotonic() < deadline and victim is None:
@@ -114,9 +117,15 @@ def test_worker_killed_mid_apply(cluster: StandaloneCluster, driver: DriverClien
     # a task lost with its executor is re-run as attempt 1+ on the other one (the driver logs that at INFO)
     retried = sum(len(re.findall(r"Running task \d+\.[1-9]\d* in stage", log))
                   for log in cluster.executor_logs(driver.app_id).values())
-    print(f"kill outcome: {statuses}; task attempts retried {retried}; apply {res['seconds']} s")
+    versions = [r["version_after"] for r in res["results"]]
+    print(f"kill outcome: {statuses}; commits {versions}; task attempts retried {retried}; apply {res['seconds']} s")
     assert set(statuses) <= {"success", "error"}, res
     assert "Lost executor" in driver.log(), "the driver did not see the executor die"
+    # commit groups of 2 actions: both members of a group end alike, a committed group in one commit
+    for i in range(0, len(actions), 2):
+        a, b = res["results"][i:i + 2]
+        assert a["status"] == b["status"], res["results"]
+        assert a["status"] != "success" or a["version_after"] == b["version_after"], res["results"]
     # the log: succeeded actions swapped their inputs, failed ones left theirs live
     after = _live(t)
     for r, a in zip(res["results"], actions):
