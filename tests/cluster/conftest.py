@@ -1,5 +1,7 @@
 """A Spark standalone cluster (master + two 1-core workers on 127.0.0.1) and one driver application on it
-for the whole test session.
+for the tests of a module (module scope, not session: the JVMs, ~4 GiB with executors, stop as soon as
+the module's last test is done instead of idling through the rest of the suite; keep the cluster tests in
+one module).
 
 The driver runs in a subprocess (tests/cluster/driver.py ``serve``): the pytest process already owns the
 local ``spark`` session, and a Python process can hold only one SparkContext. One driver serves every
@@ -19,7 +21,7 @@ from tests.cluster import DaemonExited, DriverClient, StandaloneCluster, spark_h
 DRIVER = Path(__file__).with_name("driver.py")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory):
     pytest.importorskip("pyspark", reason="pyspark is part of the [spark] extra")
     if shutil.which("java") is None:
@@ -37,7 +39,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory):
         cm.__exit__(None, None, None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def driver(standalone: StandaloneCluster) -> DriverClient:
     """One application on the cluster for every test, with both executors registered."""
     client = standalone.serve_driver(DRIVER)
