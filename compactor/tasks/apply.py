@@ -236,7 +236,7 @@ def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
     first = actions[i]
     if env.dry_run or not isinstance(first, RewriteAction):
         return None
-    key = fmt.group_key(first, state, env.engines(), env.table.path)
+    key = fmt.group_key(first, state, env.engines, env.table.path)
     if key is None:
         return None
     live = fmt.live_paths(state)
@@ -249,7 +249,7 @@ def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
         a = actions[j]
         if not isinstance(a, RewriteAction) or bins + len(a.bins) > env.target.commit_every_bins \
                 or size + a.input_bytes > env.target.commit_every_bytes \
-                or fmt.group_key(a, state, env.engines(), env.table.path) != key:
+                or fmt.group_key(a, state, env.engines, env.table.path) != key:
             break
         try:
             a.check(live)
