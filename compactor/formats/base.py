@@ -86,9 +86,9 @@ class TableFormat(Protocol):
     def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
         """Perform one action (its precondition already checked on ``ctx.state``)."""
 
-    def group_key(self, action: Action, state: TableState, engine: RewriteEngine, uri: str) -> Any:
+    def group_key(self, action: Action, state: TableState, engine: Callable[[], RewriteEngine], uri: str) -> Any:
         """Consecutive actions with the same key may share one commit (``run_group``); None: ``action``
-        runs on its own."""
+        runs on its own. ``engine``: creates (or returns) the run's engine, when the key depends on it."""
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         """Perform consecutive actions of one group key with one commit. Per action, its ActionOutcome or the

@@ -31,6 +31,11 @@ class ProgressPrinter:
         elif event == "out_of_time":
             self.console.print(f"{safe(data['table'])}: max_runtime ({data['max_runtime_s']:.0f}s) reached; "
                                f"{data['skipped']} action(s) left for the next run", highlight=False)
+        elif event == "group_start":
+            first, last = data["first"] + 1, data["last"] + 1
+            span = f"{first}" if first == last else f"{first}-{last}"
+            self.console.print(f"\\[{span}/{data['count']}] {safe(data['table'])}: {last - first + 1} partition(s), "
+                               f"{data['bins']} bin(s), {format_size(data['bytes'])} in one commit", highlight=False)
         elif event == "action_start":
             part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
             self.console.print(f"\\[{data['index'] + 1}/{data['count']}] {safe(data['table'])}: {safe(data['action'])} "
@@ -46,6 +51,13 @@ class ProgressPrinter:
                                f"{rep.get('rows_deduplicated')} duplicated rows removed", highlight=False)
         elif event == "action_end":
             r = data["result"]
+            if r.details.get("commit_group"):  # one line per partition of a commit group
+                part = "/".join(f"{k}={v}" for k, v in r.partition.items()) or "(table)"
+                self.console.print(f"    {safe(part)}: {safe(r.status)} {r.files_removed} -> {r.files_added} file(s)"
+                                   f"{': ' + safe(r.error) if r.error else ''}", highlight=False)
+                if r.status == "success":
+                    self.done_bytes += r.bytes_removed
+                return
             if r.status != "success":
                 self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
             else:

@@ -236,7 +236,7 @@ def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
     first = actions[i]
     if env.dry_run or not isinstance(first, RewriteAction):
         return None
-    key = fmt.group_key(first, state, env.engines(), env.table.path)
+    key = fmt.group_key(first, state, env.engines, env.table.path)
     if key is None:
         return None
     live = fmt.live_paths(state)
@@ -249,7 +249,7 @@ def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
         a = actions[j]
         if not isinstance(a, RewriteAction) or bins + len(a.bins) > env.target.commit_every_bins \
                 or size + a.input_bytes > env.target.commit_every_bytes \
-                or fmt.group_key(a, state, env.engines(), env.table.path) != key:
+                or fmt.group_key(a, state, env.engines, env.table.path) != key:
             break
         try:
             a.check(live)
@@ -283,13 +283,14 @@ def _run_group(env: _TableRun, group: list[int], state: TableState, cache: dict[
     table, fmt = env.table, env.fmt
     members = [(i, table.actions[i], ActionResult(table.name, table.actions[i].type, dict(table.actions[i].partition)))
                for i in group]
-    for i, action, res in members:
+    for _, action, res in members:
         res.table_version_before = state.version
         res.rows_before = action.rows
-        if env.progress:
-            env.progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
-                                          "bytes": action.input_bytes, "index": i, "count": len(table.actions),
-                                          "group": len(members)})
+        res.details = {**res.details, "commit_group": len(members)}
+    if env.progress:
+        env.progress("group_start", {"table": table.name, "first": group[0], "last": group[-1],
+                                     "count": len(table.actions), "bins": sum(len(a.bins) for _, a, _ in members),
+                                     "bytes": sum(a.input_bytes for _, a, _ in members)})
     ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, cache,
                    next_group=_next_group(env, group[-1] + 1, state), on_bin_done=bins.done)
     try:
@@ -314,8 +315,9 @@ def _run_group(env: _TableRun, group: list[int], state: TableState, cache: dict[
                     and not outcome.details.get("repaired"):
                 env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
     stop = False
+    share = (time.monotonic() - t0) / len(members)  # each member's share of the group's time: they add up
     for _, _, res in members:
-        stop = _record(env, res, results, t0) or stop
+        stop = _record(env, res, results, t0, share) or stop
     return stop
 
 
@@ -340,9 +342,10 @@ def _failed(res: ActionResult, e: BaseException) -> None:
         res.status, res.error = "error", f"{type(e).__name__}: {e}"
 
 
-def _record(env: _TableRun, res: ActionResult, results: list[ActionResult], t0: float) -> bool:
+def _record(env: _TableRun, res: ActionResult, results: list[ActionResult], t0: float,
+            duration_s: float | None = None) -> bool:
     """Append ``res``; True when the table must stop (an error, or rows that did not verify)."""
-    res.duration_s = round(time.monotonic() - t0, 3)
+    res.duration_s = round(time.monotonic() - t0 if duration_s is None else duration_s, 3)
     results.append(res)
     if res.status == "verification_failed":
         log.error("%s: verification failed, stopping this table: %s", env.table.name, res.error)

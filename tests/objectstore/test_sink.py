@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -179,6 +180,9 @@ def test_a_concurrent_change_of_the_manifest_fails_the_conditional_put(store_roo
     st = Storage(uri, so)
     time.sleep(QUIET + 1)
     plan = sink_plan(uri, so)
+    # one action: a second one would legitimately compact against the other writer's manifest once the
+    # quiet period has passed again (on a loaded machine it does)
+    plan = replace(plan, tables=(replace(plan.tables[0], actions=plan.tables[0].actions[:1]),))
     other = st.read_bytes("_spark_metadata/5.compact") + b"\n"  # another writer's version of the manifest
     original_sink_log = sink_run.sink_log
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.models.state import TableState
-from compactor.planning.actions import Action, SetPropertiesAction
+from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
@@ -73,7 +73,7 @@ class DeltaFormat:
     def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
         from compactor.formats.delta.run import group_key
 
-        return group_key(action, state, engine, uri)
+        return group_key(action, state, engine(), uri) if isinstance(action, RewriteAction) else None
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         from compactor.formats.delta.run import run_group
