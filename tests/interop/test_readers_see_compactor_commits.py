@@ -105,7 +105,8 @@ def test_delta_spark_readers_see_compactor_commit(dspark, master, tmp_path: Path
                      engine=SparkEngine(SPARK) if engine == "spark" else None)
     assert run.ok, [r.error for r in run.results]
     v_after = _version(p)
-    assert v_after == v_before + 3  # one commit per partition
+    # one commit per partition, or fewer where the runner groups partitions into one commit
+    assert v_before < v_after <= v_before + 3
 
     # (a) the same rows, from 3 files instead of 18
     assert _rows(spark, p) == before
@@ -122,12 +123,13 @@ def test_delta_spark_readers_see_compactor_commit(dspark, master, tmp_path: Path
             assert "date" in h["operationParameters"]["predicate"], h["operationParameters"]
         meta = json.loads(h["userMetadata"])
         assert meta["compactor.run_id"] == run.run_id
+        assert meta["compactor.action"].startswith(f"{run.run_id}:t:")
         markers.add(meta["compactor.action"])
         actions = st.commit_actions(p, v)
-        files = [a.get("add") or a.get("remove") for a in actions if "add" in a or "remove" in a]
+        files = [a["add"] if "add" in a else a["remove"] for a in actions if "add" in a or "remove" in a]
         assert files and all(f["dataChange"] is False for f in files)
         removed |= {a["remove"]["path"] for a in actions if "remove" in a}
-    assert markers == {f"{run.run_id}:t:{i}" for i in range(3)}
+    assert len(markers) == v_after - v_before  # each commit carries its own action marker
     assert len(removed) == 18
 
     # (c) the stream started before the compaction reads none of it...
