@@ -57,6 +57,18 @@ def vacuum_sql(path: str, retention_hours: int, dry_run: bool) -> str:
     return f"VACUUM delta.`{path}` RETAIN {int(retention_hours)} HOURS" + (" DRY RUN" if dry_run else "")
 
 
+def java_error(e: BaseException, limit: int = 600) -> str:
+    """The readable part of an error raised through py4j: the Java exception's message and its root
+    cause ("Caused by:"), without the stack frames (a Py4JJavaError's text is the whole Java stack)."""
+    lines = [ln.strip() for ln in str(e).splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "...", "JVM stacktrace:"))
+             and not ln.startswith("An error occurred while calling")]
+    head = lines[0].lstrip(": ") if lines else type(e).__name__
+    causes = [ln for ln in lines if ln.startswith("Caused by:")]
+    text = head if not causes or causes[-1][len("Caused by:"):].strip() in head else f"{head} ({causes[-1]})"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def optimize_conf(target_file_size: int, min_file_size: int) -> dict[str, str]:
     """delta-spark's bin-packing settings (the full key: a short one is silently ignored)."""
     return {"spark.databricks.delta.optimize.maxFileSize": str(int(target_file_size)),
@@ -103,10 +115,16 @@ class SparkEngine:
         return delta_sql_enabled(self.spark)
 
     def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]:
-        """Run one statement (with session settings applied first) and collect its rows."""
+        """Run one statement (with session settings applied first) and collect its rows. A failure in
+        the JVM is an ApplyError naming the statement and the Java error, not a page of Java stack."""
         for k, v in (conf or {}).items():
             self.spark.conf.set(k, v)
-        return self.spark.sql(statement).collect()
+        try:
+            return self.spark.sql(statement).collect()
+        except Exception as e:
+            if not type(e).__module__.startswith(("py4j", "pyspark")):
+                raise
+            raise ApplyError(f"{statement}: {java_error(e)}") from e
 
     # ----------------------------------------------------------------- the rewrite path
 

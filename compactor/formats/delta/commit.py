@@ -42,6 +42,19 @@ class RemovedFile:
     num_records: int | None = None
 
 
+def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
+    """delta-rs CommitProperties carrying compactor's metadata twice: as top-level commitInfo keys (what
+    delta-rs and compactor's own log reader see) and as ``userMetadata``, a JSON string, which is the
+    one field of commitInfo that delta-spark's ``DESCRIBE HISTORY`` shows besides its own (measured:
+    custom top-level keys are dropped by delta-spark's CommitInfo, so Spark users saw a bare WRITE/Append)."""
+    import json
+
+    from deltalake.transaction import CommitProperties
+
+    meta = dict(commit_metadata)
+    return CommitProperties(custom_metadata={**meta, "userMetadata": json.dumps(meta, sort_keys=True)})
+
+
 def new_file_name(partition_dir: str) -> str:
     name = f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet"
     return f"{partition_dir}/{name}" if partition_dir else name
@@ -77,7 +90,7 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str]) -> Commit:
     """One dataChange=false commit: add ``added``, remove ``removed`` (re-checked right before). ``table``
     is a DeltaTable handle of the table (at ``read_version`` or later). Returns the commit as written."""
-    from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+    from deltalake.transaction import AddAction, RemoveAction
 
     gone = removed_since(uri, storage_options, read_version, [r.path for r in removed])
     if gone:
@@ -89,7 +102,7 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
     actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
     table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                    partition_by=list(table.metadata().partition_columns),
-                                   commit_properties=CommitProperties(custom_metadata=dict(commit_metadata)))
+                                   commit_properties=commit_properties(commit_metadata))
     own = find_commit(uri, storage_options, read_version, commit_metadata[MARKER])
     if own is None:
         raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.errors import ApplyError, VerificationError
-from compactor.formats.delta.commit import MARKER, find_commit
+from compactor.formats.delta.commit import MARKER, commit_properties, find_commit
 from compactor.formats.delta.duplicates import REPAIR_OF, Analysis, RepairPlan, analyse, describe, repair_plan
 from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
@@ -282,7 +282,6 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
     the log until a scan finds none (a concurrent writer can add one while we commit). Raises RepairError
     for a duplicate that cannot be reverted, VerificationError when the rows do not add up."""
     from deltalake import DeltaTable
-    from deltalake.transaction import CommitProperties
 
     so = dict(storage_options or {}) or None
     result = RepairResult(uri, "clean")
@@ -342,7 +341,7 @@ def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start:
               "compactor.repair_chain": ",".join(map(str, plan.chain))}
         dt.create_write_transaction(_actions(uri, storage_options, analysis, plan), mode="append",
                                     schema=dt.schema(), partition_by=list(dt.metadata().partition_columns),
-                                    commit_properties=CommitProperties(custom_metadata=cm))
+                                    commit_properties=commit_properties(cm))
         own = find_commit(uri, storage_options, v0, marker)
         if own is None:
             raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")

@@ -40,6 +40,7 @@ from compactor.formats.delta.commit import (
     MARKER,
     NewFile,
     RemovedFile,
+    commit_properties,
     commit_swap,
     find_commit,
     new_file_name,
@@ -552,8 +553,6 @@ def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, st
 def _z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
     """delta-rs z-orders the whole partition as it finds it (files appended since planning included);
     rows are verified from its commit."""
-    from deltalake.transaction import CommitProperties
-
     _check_writable(ctx)
     reason = unsupported_reason(ctx.state, "local")
     if reason:
@@ -567,7 +566,7 @@ def _z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome
                        folders=folders_of(action.input_paths), storage_options=so):
         metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
                                       target_size=action.target_file_size,
-                                      commit_properties=CommitProperties(custom_metadata=dict(ctx.commit_metadata)))
+                                      commit_properties=commit_properties(ctx.commit_metadata))
     if not metrics.get("numFilesAdded") and not metrics.get("numFilesRemoved"):
         return ActionOutcome(version_before=read_version, version_after=read_version,
                              details={"note": "delta-rs found nothing to rewrite"})
