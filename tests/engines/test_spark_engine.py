@@ -167,7 +167,17 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     plan = replace(plan, tables=tuple(replace(tp, actions=tuple(replace(a, method="optimize") for a in tp.actions))
                                       for tp in plan.tables))
     v0 = DeltaTable(str(t)).version()
-    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
+    conf = delta_spark.conf
+    conf.set("spark.databricks.delta.optimize.maxFileSize", "12345678")  # the user's own setting
+    conf.unset("spark.databricks.delta.optimize.minFileSize")
+    try:
+        run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK))
+        # the session's settings are as they were: the user's restored, compactor's own removed
+        assert conf.get("spark.databricks.delta.optimize.maxFileSize") == "12345678"
+        assert conf.get("spark.databricks.delta.optimize.minFileSize", None) is None
+        assert conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
+    finally:
+        conf.unset("spark.databricks.delta.optimize.maxFileSize")
     assert run.ok
     exactly_once(t, n)
     # one OPTIMIZE over both partitions (a commit group), reported per partition

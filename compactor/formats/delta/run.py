@@ -647,10 +647,15 @@ def _native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext,
     z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
     clustered = "clustering" in ctx.state.protocol.writer_features
     sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
+    before = {k: engine.spark.conf.get(k, None) for k in conf}
     try:
         engine.sql(sql, conf)
-    finally:
-        engine.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    finally:  # the user's session settings as they were (an active session is the user's own)
+        for k, v in before.items():
+            if v is None:
+                engine.spark.conf.unset(k)
+            else:
+                engine.spark.conf.set(k, v)
     own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
         return [ActionOutcome(version_before=read_version, version_after=read_version,
