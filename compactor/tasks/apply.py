@@ -216,7 +216,10 @@ def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, A
                 state = env.fmt.read_state(env.table.path, env.target.storage_options, cache=cache)
             except Exception:  # noqa: BLE001 - the action's own run reads again and reports why
                 state = None
-        group = _group(env, i, state) if state is not None else None
+        try:
+            group = _group(env, i, state) if state is not None else None
+        except Exception:  # noqa: BLE001 - e.g. the engine cannot start: the action's own run reports it
+            group = None
         if group is None:
             state, failed = _run_single(env, i, state, cache, results, t0)
             i += 1
@@ -230,8 +233,8 @@ def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, A
 
 
 def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
-    """Indices of the commit group starting at action ``i``: it and the rewrites after it with the same group key that
-    fit the group's bins and bytes; None when action ``i`` runs on its own."""
+    """Indices of the commit group starting at action ``i``: it and the rewrites after it with the same
+    group key that fit the group's bins and bytes; None when action ``i`` runs on its own."""
     actions, fmt = env.table.actions, env.fmt
     first = actions[i]
     if env.dry_run or not isinstance(first, RewriteAction):
@@ -326,7 +329,10 @@ def _next_group(env: _TableRun, j: int, state: TableState) -> tuple[Action, ...]
     while this group commits)."""
     if j >= len(env.table.actions) or (env.deadline is not None and time.monotonic() >= env.deadline):
         return ()
-    group = _group(env, j, state)
+    try:
+        group = _group(env, j, state)
+    except Exception:  # noqa: BLE001 - nothing is prepared; the group's own run reports the problem
+        return ()
     return tuple(env.table.actions[i] for i in group) if group else ()
 
 
