@@ -74,7 +74,7 @@ def spark():
     session.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def delta_spark(spark):
     """The shared session, for tests that need Delta SQL (OPTIMIZE, DESCRIBE HISTORY, Delta reads)."""
     from compactor.engines.spark_session import delta_sql_enabled

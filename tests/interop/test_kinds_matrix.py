@@ -78,16 +78,7 @@ def _detail(spark: Any, path: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def dspark(spark):
-    from compactor.engines.spark_session import delta_sql_enabled
-
-    if not delta_sql_enabled(spark):
-        pytest.skip("the Delta Lake jars could not be loaded into Spark")
-    return spark
-
-
-@pytest.fixture(scope="module")
-def masters(dspark, tmp_path_factory):
+def masters(delta_spark, tmp_path_factory):
     """kind -> (the built table, its rows as delta-spark reads them, its DESCRIBE DETAIL numFiles),
     built on first use."""
     built: dict[str, tuple[st.SparkTable, Counter, int]] = {}
@@ -95,10 +86,10 @@ def masters(dspark, tmp_path_factory):
 
     def get(kind: str) -> tuple[st.SparkTable, Counter, int]:
         if kind not in built:
-            t = st.BUILDERS[kind](dspark, root / kind, **SMALLER.get(kind, {}))
-            rows = _rows(dspark, t.path)
+            t = st.BUILDERS[kind](delta_spark, root / kind, **SMALLER.get(kind, {}))
+            rows = _rows(delta_spark, t.path)
             assert sum(rows.values()) == t.rows
-            built[kind] = (t, rows, _detail(dspark, t.path)["numFiles"])
+            built[kind] = (t, rows, _detail(delta_spark, t.path)["numFiles"])
         return built[kind]
 
     return get
@@ -106,11 +97,11 @@ def masters(dspark, tmp_path_factory):
 
 @pytest.mark.parametrize("path_kind", PATHS)
 @pytest.mark.parametrize("kind", list(st.BUILDERS))
-def test_kind_on_path(dspark, masters, tmp_path: Path, kind: str, path_kind: str) -> None:
+def test_kind_on_path(delta_spark, masters, tmp_path: Path, kind: str, path_kind: str) -> None:
     master, rows_before, files_before = masters(kind)
     t = tmp_path / kind
     shutil.copytree(master.path, t)
-    v0 = _detail(dspark, str(t))  # a fresh path: delta-spark has no cached snapshot of it
+    v0 = _detail(delta_spark, str(t))  # a fresh path: delta-spark has no cached snapshot of it
     assert v0["numFiles"] == files_before
 
     engine = "local" if path_kind == "local" else "spark"
@@ -126,8 +117,8 @@ def test_kind_on_path(dspark, masters, tmp_path: Path, kind: str, path_kind: str
     assert not any("Traceback" in e for e in errors)
 
     # whatever happened, both Delta implementations still read the table, with exactly the same rows
-    detail = _detail(dspark, str(t))
-    assert _rows(dspark, str(t)) == rows_before
+    detail = _detail(delta_spark, str(t))
+    assert _rows(delta_spark, str(t)) == rows_before
     from deltalake import DeltaTable
 
     assert DeltaTable(str(t)).version() >= 0

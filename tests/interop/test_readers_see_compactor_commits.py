@@ -68,28 +68,19 @@ def _drain(spark: Any, source: str, checkpoint: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def dspark(spark):
-    from compactor.engines.spark_session import delta_sql_enabled
-
-    if not delta_sql_enabled(spark):
-        pytest.skip("the Delta Lake jars could not be loaded into Spark")
-    return spark
-
-
-@pytest.fixture(scope="module")
-def master(dspark, tmp_path_factory) -> tuple[st.SparkTable, Counter]:
+def master(delta_spark, tmp_path_factory) -> tuple[st.SparkTable, Counter]:
     """One Spark-written table (3 days x 6 files) and its rows, built once and copied for each kind of
     commit (the log holds relative paths)."""
-    t = st.date_partitioned(dspark, tmp_path_factory.mktemp("readers") / "t", appends=2, files=3)
-    rows = _rows(dspark, t.path)
+    t = st.date_partitioned(delta_spark, tmp_path_factory.mktemp("readers") / "t", appends=2, files=3)
+    rows = _rows(delta_spark, t.path)
     assert sum(rows.values()) == t.rows
     return t, rows
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_delta_spark_readers_see_compactor_commit(dspark, master, tmp_path: Path, kind: str) -> None:
+def test_delta_spark_readers_see_compactor_commit(delta_spark, master, tmp_path: Path, kind: str) -> None:
     engine, method, operation = KINDS[kind]
-    spark = dspark
+    spark = delta_spark
     table, before = master
     shutil.copytree(table.path, tmp_path / "t")
     t = dataclasses.replace(table, path=str(tmp_path / "t"))

@@ -676,10 +676,10 @@ def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
 
     def ours(entry: Mapping[str, Any]) -> bool:
         pv = entry.get("partitionValues") or {}
-        if all(c in pv for c in partition_columns):
-            return all(pv.get(c) == mine[c] for c in partition_columns)
-        # column mapping: the log keys partition values by physical column names
-        return sorted(map(str, pv.values())) == sorted(str(v) for v in mine.values())
+        if pv and len(pv) == len(partition_columns) and not any(c in pv for c in partition_columns):
+            # column mapping: the log keys partition values by physical column names
+            return sorted(map(str, pv.values())) == sorted(str(v) for v in mine.values())
+        return all(pv.get(c) == mine[c] for c in partition_columns)  # a null value may be left out
 
     removes = {p: r for p, r in own.removes.items() if ours(r)}
     adds = {p: a for p, a in own.adds.items() if ours(a)}
