@@ -40,6 +40,9 @@ class ActionContext:
     next_group: tuple[Action, ...] = ()
     #: called with a bin's input bytes as each bin is written (progress)
     on_bin_done: Callable[[int], None] | None = None
+    #: raises (LeaseError) unless this run still holds the table's lease: called right before every side
+    #: effect on the table (each commit, manifest swap, vacuum), after every other check
+    fence: Callable[[], None] | None = None
 
     @property
     def storage_options(self) -> Mapping[str, str]:

@@ -22,6 +22,23 @@ class Commit:
     adds: dict[str, dict[str, Any]] = field(default_factory=dict)
     removes: dict[str, dict[str, Any]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    #: the commit's ``metaData`` action (schema, partitioning, properties, column mapping), if it has one
+    metadata: dict[str, Any] | None = None
+    #: the commit's ``protocol`` action, if it has one (RESTORE and feature upgrades write one)
+    protocol: dict[str, Any] | None = None
+
+    @property
+    def changes_table(self) -> bool:
+        """True when the commit changes the table's schema, properties or protocol: a rewrite read before it
+        would write files for a table that no longer exists in that form (Delta's MetadataChangedException /
+        ProtocolChangedException)."""
+        return self.metadata is not None or self.protocol is not None
+
+    @property
+    def operation(self) -> str:
+        """commitInfo.operation (WRITE, DELETE, RESTORE, OPTIMIZE, ...), "" when the writer gave none."""
+        op = self.info.get("operation")
+        return op if isinstance(op, str) else ""
 
     @property
     def data_change(self) -> bool:
@@ -58,6 +75,10 @@ def parse_commit(version: int, text: str) -> Commit:
             c.removes[unquote(obj["remove"]["path"])] = obj["remove"]
         elif "commitInfo" in obj:
             c.info = obj["commitInfo"]
+        elif "metaData" in obj:
+            c.metadata = obj["metaData"]
+        elif "protocol" in obj:
+            c.protocol = obj["protocol"]
     return c
 
 
