@@ -23,16 +23,16 @@ class Commit:
     removes: dict[str, dict[str, Any]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     #: the commit's ``metaData`` action (schema, partitioning, properties, column mapping), if it has one
-    metadata: dict[str, Any] | None = None
+    metadata_action: dict[str, Any] | None = None
     #: the commit's ``protocol`` action, if it has one (RESTORE and feature upgrades write one)
-    protocol: dict[str, Any] | None = None
+    protocol_action: dict[str, Any] | None = None
 
     @property
     def changes_table(self) -> bool:
         """True when the commit changes the table's schema, properties or protocol: a rewrite read before it
         would write files for a table that no longer exists in that form (Delta's MetadataChangedException /
         ProtocolChangedException)."""
-        return self.metadata is not None or self.protocol is not None
+        return self.metadata_action is not None or self.protocol_action is not None
 
     @property
     def operation(self) -> str:
@@ -76,9 +76,9 @@ def parse_commit(version: int, text: str) -> Commit:
         elif "commitInfo" in obj:
             c.info = obj["commitInfo"]
         elif "metaData" in obj:
-            c.metadata = obj["metaData"]
+            c.metadata_action = obj["metaData"]
         elif "protocol" in obj:
-            c.protocol = obj["protocol"]
+            c.protocol_action = obj["protocol"]
     return c
 
 
