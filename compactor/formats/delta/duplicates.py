@@ -188,8 +188,9 @@ def analyse(commits: Iterable[Commit]) -> Lineage:
         for p in live_removes:
             inherited |= carries.get(p, frozenset())
         anomaly: Anomaly | None = None
-        if rewrite and strays and is_repair:
-            anomaly = Anomaly(v, "stale_repair", {p: None for p in c.adds})
+        if rewrite and strays and is_repair and any(p not in live for p in c.adds):
+            # only what it brought back: re-adding a file that is live changes nothing
+            anomaly = Anomaly(v, "stale_repair", {p: None for p in c.adds if p not in live})
         elif rewrite and strays and c.adds:
             anomaly = Anomaly(v, "double_remove", dict(strays))
         elif rewrite and readds and not is_repair:
@@ -264,7 +265,7 @@ def _set(carries: dict[str, frozenset[int]], path: str, ids: set[int] | frozense
 
 def _carriers_of(a: Anomaly, c: Commit) -> frozenset[str]:
     """The files of commit ``c`` (the anomaly's own commit) that hold its extra rows."""
-    if a.kind == "readd":
+    if a.kind in ("readd", "stale_repair"):
         return frozenset(a.excess)
     return frozenset(c.adds)
 
