@@ -81,15 +81,18 @@ def repair(
     storage_options: Mapping[str, str] | None = None,
     dry_run: bool = False,
     horizon: int | None = None,
+    approved: Any = None,
 ) -> Any:
     """Find and repair duplicate rewrites (another writer's compaction removed files a compaction had
     already removed, so rows are live twice): in one table at ``path``, or in every selected table of the
-    project. Returns a RepairReport; a table that cannot be repaired is reported, never half-repaired."""
+    project. Returns a RepairReport; a table that cannot be repaired is reported, never half-repaired.
+    ``approved``: the RepairReport of a dry run the user reviewed; only its repairs are committed, each
+    only when it is derived again identically."""
     from compactor.tasks.repair import repair_path, repair_project
 
     if path is not None:
-        return repair_path(path, storage_options, dry_run=dry_run, horizon=horizon)
-    return repair_project(options, dry_run=dry_run, horizon=horizon)
+        return repair_path(path, storage_options, dry_run=dry_run, horizon=horizon, approved=approved)
+    return repair_project(options, dry_run=dry_run, horizon=horizon, approved=approved)
 
 
 def inspect(path: str, *, storage_options: Mapping[str, str] | None = None) -> Any:

@@ -12,28 +12,55 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @click.command("repair")
 @click.argument("path", required=False)
 @project_options
-@click.option("--dry-run", is_flag=True, help="Report what the repair would do; commit nothing.")
+@click.option("--dry-run", is_flag=True, help="Show the repair (proved on the files); commit nothing.")
+@click.option("--auto-approve", is_flag=True, help="Commit the repair shown without asking (needed when not on a terminal).")
 @click.option("--horizon", type=click.IntRange(min=1), default=None,
               help="How many of the newest commits to scan (default 1000).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @debug_option
 @handle_errors
-def command(path, project_dir, profiles_dir, target, vars_text, select, exclude, dry_run, horizon, fmt, debug) -> int:
-    """Repair the Delta table at PATH, or every selected table of the project: remove the extra copy a
-    second compaction of the same files added and restore what it removed that nobody else holds, in one
-    dataChange=false commit, rows checked from the parquet footers first. A second run is a no-op."""
-    from compactor import api
+def command(path, project_dir, profiles_dir, target, vars_text, select, exclude, dry_run, auto_approve, horizon,
+            fmt, debug) -> int:
+    """Repair rows live twice in the Delta table at PATH, or in every selected table of the project (a
+    second compaction of the same files, a stale repair, a re-added file): shows the repair first (the
+    files it removes and restores, the rows, proved on the files' contents), asks, then commits exactly
+    that repair in one dataChange=false commit. A second run is a no-op."""
+    import sys
 
-    if path is not None:
-        report = api.repair(path=path, dry_run=dry_run, horizon=horizon)
-    else:
-        report = api.repair(build_options(project_dir, profiles_dir, target, vars_text, select, exclude),
-                            dry_run=dry_run, horizon=horizon)
+    from compactor import api
+    from compactor.errors import UsageError
+
+    options = None if path is not None else build_options(project_dir, profiles_dir, target, vars_text, select,
+                                                          exclude)
+
+    def run(**kw):
+        return api.repair(path=path, horizon=horizon, **kw) if options is None else \
+            api.repair(options, horizon=horizon, **kw)
+
+    shown = run(dry_run=True)
+    to_repair = [t for t in shown.tables if t.status == "would_repair"]
+    if dry_run or not to_repair:
+        _show(shown, fmt)
+        return exit_codes.OK if shown.ok else exit_codes.FAILURE
+    if fmt == "text":
+        click.echo(render_repair_text(shown))
+    if not auto_approve:
+        if not sys.stdin.isatty():
+            raise UsageError("refusing to commit a repair nobody approved without a terminal",
+                             hint="review `compactor repair --dry-run`, then pass --auto-approve")
+        if not click.confirm(f"Commit the repair of {len(to_repair)} table(s)?", default=False):
+            click.echo("Repair cancelled.")
+            return exit_codes.OK
+    done = run(approved=shown)
+    _show(done, fmt)
+    return exit_codes.OK if done.ok and shown.ok else exit_codes.FAILURE
+
+
+def _show(report, fmt: str) -> None:
     if fmt == "json":
         echo_json(report.to_dict())
     else:
         click.echo(render_repair_text(report))
-    return exit_codes.OK if report.ok else exit_codes.FAILURE
 
 
 def render_repair_text(report) -> str:
@@ -53,13 +80,17 @@ def render_repair_text(report) -> str:
         verb = "would repair" if t.status == "would_repair" else "repaired"
         for d in r["duplicates"]:
             rows = "?" if d["rows"] is None else f"{d['rows']:,}"
-            lines.append(f"{t.table}: {verb} duplicate rewrite: version {d['later_version']} rewrote {len(d['files'])} "
-                         f"file(s) already rewritten by version(s) {', '.join(map(str, d['earlier_versions']))} "
-                         f"({rows} rows live twice)")
+            lines.append(f"{t.table}: {verb} rows live twice: version {d['later_version']} ({d['kind']}) made "
+                         f"{rows} rows of {len(d['files'])} file(s) live a second time")
         where = f" in version(s) {', '.join(map(str, r['repair_versions']))}" if r["repair_versions"] else ""
-        lines.append(f"  {r['files_removed']} file(s) removed, {r['files_restored']} restored{where}: "
+        copied = f" ({r['files_copied']} as new copies: VACUUM may delete the originals)" if r.get("files_copied") else ""
+        lines.append(f"  {r['files_removed']} file(s) removed, {r['files_restored']} restored{copied}{where}: "
                      f"{r['rows_removed']:,} rows removed, {r['rows_restored']:,} restored, "
-                     f"{r['rows_deduplicated']:,} duplicated rows gone")
+                     f"{r['rows_deduplicated']:,} duplicated rows gone (proved on the files)")
+        for p in r.get("remove", ()):
+            lines.append(f"    - {p}")
+        for p in r.get("restore", ()):
+            lines.append(f"    + {p}")
     ok = sum(1 for t in report.tables if t.status in ("repaired", "would_repair"))
     lines.append(f"{'DRY RUN: ' if report.dry_run else ''}{ok} table(s) {'to repair' if report.dry_run else 'repaired'}"
                  f", {sum(1 for t in report.tables if t.status == 'clean')} clean, "

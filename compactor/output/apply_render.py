@@ -44,11 +44,11 @@ class ProgressPrinter:
             self.console.print(f"watching {len(data['tables'])} table(s) for another {data['seconds']:.0f}s for "
                                "concurrent compactions of the files just rewritten (watch_window / --watch)",
                                highlight=False)
-        elif event == "repair":
-            rep = data["repair"]
-            self.console.print(f"    {safe(data['table'])}: repaired a duplicate rewrite by version(s) "
-                               f"{rep.get('conflicting_versions')} in version(s) {rep.get('repair_versions')}: "
-                               f"{rep.get('rows_deduplicated')} duplicated rows removed", highlight=False)
+        elif event == "duplicate_found":
+            found = data["found"]
+            self.console.print(f"    [red]{safe(data['table'])}: version(s) {found.get('conflicting_versions')} rewrote "
+                               "files compactor had just rewritten: rows are live twice; `compactor plan` plans the "
+                               "repair[/]", highlight=False)
         elif event == "action_end":
             r = data["result"]
             if r.details.get("commit_group"):  # one line per partition of a commit group
@@ -110,23 +110,23 @@ def render_run(run: RunResults, console: Console) -> None:
 
 
 def repair_lines(run: RunResults) -> list[str]:
-    """One line per duplicate rewrite the run repaired (before compacting, right after its own commit, or
-    found by the post-commit watch)."""
+    """One line per repair the run applied (a planned repair action, or the revert of its own commit)
+    and per duplicate the post-commit watch found."""
     out = []
     for r in run.results:
         d = r.details or {}
         if r.type == "repair" and "repair" in d:
             rep = d["repair"]
             vs = sorted({x["later_version"] for x in rep.get("duplicates", ())})
-            out.append(f"{'would repair' if run.dry_run else 'repaired'} {r.table}: duplicate rewrite(s) by version(s) "
-                       f"{vs} in {rep.get('repair_versions')}, {rep.get('rows_deduplicated')} duplicated rows removed")
+            out.append(f"{'would repair' if run.dry_run else 'repaired'} {r.table}: rows live twice since version(s) "
+                       f"{vs}, repaired in {rep.get('repair_versions')}, {rep.get('rows_deduplicated')} duplicated "
+                       "rows removed")
         if "repaired" in d:
             rep = d["repaired"]
             out.append(f"repaired {r.table} {r.type} {r.partition}: its commit overlapped version(s) "
                        f"{rep.get('conflicting_versions')} and was reverted in version {rep.get('repair_version')}")
-        if "repaired_later" in d:
-            rep = d["repaired_later"]
-            out.append(f"repaired {r.table}: version(s) {rep.get('conflicting_versions')} rewrote the inputs of "
-                       f"{r.type} {r.partition} again; repaired in {rep.get('repair_versions')}, "
-                       f"{rep.get('rows_deduplicated')} duplicated rows removed")
+        if "duplicated_later" in d:
+            rep = d["duplicated_later"]
+            out.append(f"rows live twice in {r.table}: version(s) {rep.get('conflicting_versions')} rewrote the inputs "
+                       f"of {r.type} {r.partition} again; `compactor plan` plans the repair")
     return out

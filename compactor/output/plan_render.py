@@ -37,6 +37,11 @@ def _action_row(a: Action) -> tuple[str, ...]:
     if a.type == "vacuum":
         n = a.params().get("files_to_delete")
         return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params().get('retention_hours')}h")
+    if a.type == "repair":
+        p = a.params()
+        return (a.type, "(table)", f"remove {len(p['remove'])}, restore {len(p['restore'])}", format_size(a.input_bytes),
+                f"{'?' if a.rows is None else f'{a.rows:,}'} extra row(s) out (versions "
+                f"{', '.join(map(str, p['anomalies']))})")
     return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
 
 
@@ -60,12 +65,13 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(table)
         else:
             console.print(f"{title}\n  no changes")
+        planned = any(a.type == "repair" for a in t.actions)
         for d in t.duplicate_rewrite:
             rows = "?" if d.get("rows") is None else f"{d['rows']:,}"
-            console.print(f"  [red]duplicate rewrite:[/] version {d['later_version']} rewrote {len(d['files'])} file(s) "
-                          f"already rewritten by version(s) {', '.join(map(str, d['earlier_versions']))}: {rows} rows "
-                          f"live twice; `compactor repair` (or apply) fixes it"
-                          + ("" if d.get("repairable", True) else f" - NOT automatically: {d.get('reason')}"),
+            answer = ("the repair action above takes the extra copy out" if planned and d.get("repairable", True)
+                      else f"NOT repaired automatically: {d.get('reason') or 'see `compactor repair --dry-run`'}")
+            console.print(f"  [red]rows live twice:[/] version {d['later_version']} ({d.get('kind', 'double_remove')}) "
+                          f"made {rows} rows of {len(d['files'])} file(s) live a second time; {answer}",
                           highlight=False)
         if t.skipped:
             console.print(f"  skipped: {safe(_skip_summary(t.skipped))}")
@@ -79,7 +85,8 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
         f"{plural(tot.tables, 'table')}; files {tot.files_before} -> {tot.files_after}; "
         f"rewrite {format_size(tot.bytes_to_rewrite)} (~{format_size(tot.estimated_io_bytes)} read+written); "
         f"{plural(tot.errors, 'error')}"
-        + (f"; [red]{plural(tot.duplicates, 'table')} with duplicate rewrites[/]" if tot.duplicates else ""))
+        + (f"; [red]{plural(tot.duplicates, 'table')} with rows live twice that no repair answers[/]"
+           if tot.duplicates else ""))
 
 
 def render_markdown(plan: Plan) -> str:

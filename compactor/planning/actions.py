@@ -183,9 +183,46 @@ class SinkDeleteReplacedAction(Action, SinkGuards):
     files: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class RepairAction(Action):
+    """Take out the extra copy of rows another writer's (or a stale) commit made live twice: remove
+    ``remove`` (live) and bring back ``restore`` (removed; re-added, or copied under a new name when VACUUM
+    may already delete it) in one dataChange=false commit, proved on the files' contents first
+    (formats/delta/repair.py). Listed first in its table's actions; apply re-derives it from the log and
+    runs it only when the derived repair is this one."""
+
+    type: ClassVar[str] = "repair"
+    #: the versions of the commits that made rows live twice
+    anomalies: tuple[int, ...]
+    #: every commit the repair reverts (the anomalies and the rewrites of their files since)
+    chain: tuple[int, ...] = ()
+    remove: tuple[str, ...] = ()
+    restore: tuple[str, ...] = ()
+    #: the first version of the log window it was derived from (apply reads the same window)
+    window_start: int | None = None
+    #: rows of the files removed and restored (the log's numRecords; apply proves them on the files)
+    rows_removed: int | None = None
+    rows_restored: int | None = None
+
+    @property
+    def input_paths(self) -> tuple[str, ...]:
+        return (*self.remove, *self.restore)
+
+    def check(self, live: Collection[str]) -> None:
+        """The digest covers remove then restore; what it removes must be live, what it restores not."""
+        if self.precondition.digest and digest_paths(self.input_paths) != self.precondition.digest:
+            raise PlanError("the repair's files do not match its precondition digest: the plan was edited "
+                            "after `compactor plan` wrote it", hint="re-run `compactor plan`")
+        gone = [p for p in self.remove if p not in live]
+        back = [p for p in self.restore if p in live]
+        if gone or back:
+            raise StalePlanError(f"the table changed where the repair works ({len(gone)} file(s) to remove no longer "
+                                 f"live, {len(back)} to restore live again)", hint="re-run `compactor plan`")
+
+
 ACTION_TYPES: dict[str, type[Action]] = {c.type: c for c in (
     CompactAction, ZOrderAction, SortAction, VacuumAction, SetPropertiesAction, SinkCompactAction,
-    SinkPruneAction, SinkDeleteReplacedAction)}
+    SinkPruneAction, SinkDeleteReplacedAction, RepairAction)}
 #: actions that rewrite data files (and so must preserve rows exactly)
 REWRITE_ACTIONS = frozenset(t for t, c in ACTION_TYPES.items() if c.rewrites)
 #: param keys that are derived, not stored fields

@@ -79,10 +79,16 @@ class TablePlan:
     error: str | None = None
     #: policy source (file:line) for traceability
     policy_source: str | None = None
-    #: duplicate rewrites found in the table's log (another writer's compaction removed the same files
-    #: again): per duplicate its versions, files and rows. ``apply`` repairs them before anything else;
-    #: ``plan`` exits 1 while there are any
+    #: rows live twice, found in the table's log (another writer's compaction removed the same files
+    #: again): per anomaly its versions, files and rows. A ``repair`` action answers those it can prove;
+    #: ``plan`` and ``apply`` exit 1 while any is left unanswered
     duplicate_rewrite: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def unanswered_duplicates(self) -> list[Mapping[str, Any]]:
+        """The anomalies of ``duplicate_rewrite`` that no planned repair action answers."""
+        answered = {int(v) for a in self.actions if a.type == "repair" for v in a.params().get("anomalies", ())}
+        return [d for d in self.duplicate_rewrite if int(d["later_version"]) not in answered]
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,7 @@ class Totals:
     estimated_io_bytes: int = 0
     skipped: int = 0
     errors: int = 0
-    #: tables whose log holds a duplicate rewrite
+    #: tables whose log holds rows live twice that no planned repair answers
     duplicates: int = 0
 
 
@@ -136,7 +142,7 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
         estimated_io_bytes=io,
         skipped=sum(len(t.skipped) for t in tables),
         errors=sum(1 for t in tables if t.error),
-        duplicates=sum(1 for t in tables if t.duplicate_rewrite),
+        duplicates=sum(1 for t in tables if t.unanswered_duplicates),
     )
 
 

@@ -39,7 +39,6 @@ from compactor.project.model import Project, ProjectOptions, Target
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
 from compactor.runtime.storage import redact, register_secrets
-from compactor.tasks.repair import repair_before_apply
 from compactor.tasks.watch import TableWatch
 
 log = logging.getLogger(__name__)
@@ -191,12 +190,32 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
             fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
         except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
-    if repair_before_apply(table, fmt, env.target.storage_options, env.run_id, env.dry_run, results, env.progress):
-        return True  # a duplicate that could not be repaired: compacting would make it permanent
+    if _unanswered_duplicates(table, results, env.progress):
+        return True  # rows live twice that no reviewed repair answers: leave the table as it is
     try:
         return _run_actions(env, results, cache)
     finally:
         fmt.finish(cache)  # discards work prepared for an action that did not run
+
+
+def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progress: Progress | None) -> bool:
+    """The plan found rows live twice in this table and lists no repair for them (compactor could not
+    prove one): the table fails (apply exits 1) and nothing of it is touched. A repair is never improvised
+    here: it runs only as a reviewed ``repair`` action (README, Safety model)."""
+    left = table.unanswered_duplicates
+    if not left:
+        return False
+    versions = sorted({int(d["later_version"]) for d in left})
+    reasons = sorted({str(d["reason"]) for d in left if d.get("reason")})
+    res = ActionResult(table.name, "repair", {}, status="error",
+                       error=f"rows live twice since version(s) {versions} and compactor will not repair them "
+                             f"automatically{': ' + '; '.join(reasons) if reasons else ''}; the table was not touched "
+                             "(`compactor repair --dry-run` explains; RESTORE to a version before it, or deduplicate "
+                             "by hand)")
+    results.append(res)
+    if progress:
+        progress("action_end", {"table": table.name, "result": res})
+    return True
 
 
 def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, Any]) -> bool:

@@ -2,8 +2,9 @@
 that commit can still commit its own rewrite of the same files later (delta-rs lets it), and then every
 row of those files is live twice. For a bounded window after each commit, a background thread reads the
 new commits of the table (only those: one small read per commit) and, as soon as one removes an input of
-compactor's commit again, repairs the table (formats: ``repair_duplicates``) and names the repair in that
-action's result.
+compactor's commit again, reports it on that action's result and fails the run: rows are live twice, and
+their repair is planned by the next ``compactor plan`` and reviewed like any change (a repair is never
+improvised: README, Safety model).
 
 No sleep in the hot path: the thread polls while the table's later actions and the other tables run. The
 runner keeps the table's lease until the window has passed, and at the end of the run waits only for what
@@ -63,7 +64,7 @@ class TableWatch:
 
     @staticmethod
     def supported(fmt: TableFormat) -> bool:
-        return hasattr(fmt, "removals_after") and hasattr(fmt, "repair_duplicates")
+        return hasattr(fmt, "removals_after")
 
     @property
     def deadline(self) -> float:
@@ -91,7 +92,7 @@ class TableWatch:
                 return
 
     def poll(self) -> None:
-        """Read the commits since the last poll; repair when one removed a watched input again."""
+        """Read the commits since the last poll; report when one removed a watched input again."""
         with self._mutex:
             watched = list(self._watched)
         if not watched:
@@ -109,30 +110,21 @@ class TableWatch:
             if h:
                 hits.append((w, h))
         if hits:
-            self._repair(hits)
+            self._report(hits)
 
-    def _repair(self, hits: list[tuple[_Watched, dict[str, int]]]) -> None:
-        start = min(w.version_before for w, _ in hits) + 1
+    def _report(self, hits: list[tuple[_Watched, dict[str, int]]]) -> None:
         versions = sorted({v for _, h in hits for v in h.values()})
-        log.warning("%s: version(s) %s removed files compactor had already rewritten: repairing", self.table, versions)
-        with self.lock:
-            try:
-                res = self.fmt.repair_duplicates(self.uri, self.storage_options, start=start,  # type: ignore[attr-defined]
-                                                 commit_metadata=self.commit_metadata)
-            except Exception as e:  # noqa: BLE001 - reported on the action and fails the run
-                msg = f"a concurrent rewrite (version(s) {versions}) duplicated rows and the repair failed: {e}"
-                self.errors.append(msg)
-                for w, _ in hits:
-                    w.result.status, w.result.error = "error", msg
-                return
-        if res.status == "clean":  # the files had been re-added in between (a repair): nothing doubled
-            return
-        info = {**res.to_dict(), "found_by": "watch", "conflicting_versions": versions}
+        msg = (f"version(s) {versions} removed files compactor had already rewritten: rows are live twice; "
+               "`compactor plan` plans their repair (`compactor repair` shows and applies it)")
+        log.warning("%s: %s", self.table, msg)
+        self.errors.append(msg)
+        info = {"found_by": "watch", "conflicting_versions": versions}
         self.repairs.append(info)
         for w, _h in hits:
-            w.result.details = {**w.result.details, "repaired_later": info}
+            w.result.status, w.result.error = "error", msg
+            w.result.details = {**w.result.details, "duplicated_later": info}
         if self.progress:
-            self.progress("repair", {"table": self.table, "repair": info})
+            self.progress("duplicate_found", {"table": self.table, "found": info})
 
     def finish(self) -> None:
         """Wait for what is left of the window, poll a last time, stop the thread."""

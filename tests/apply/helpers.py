@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.state import read_delta_state
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
@@ -55,10 +54,12 @@ def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min
              method: str = "rewrite") -> Plan:
     """A plan for one table. ``method`` defaults to compactor's own rewrite (the spark engine's policy
     default, auto, would run delta-spark's OPTIMIZE where the jars load)."""
-    state = read_delta_state(str(path))
+    from compactor.formats.delta import FORMAT
+
     policy = TablePolicy(name="t", path=str(path), compaction=Compaction(
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files),
         method=method))
+    state = FORMAT.read_state(str(path), {}, policy)  # as `compactor plan` reads it (rows live twice included)
     return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC), target=Target(engine=engine),
                       project_name="tests")
 

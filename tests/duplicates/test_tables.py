@@ -48,8 +48,11 @@ def _after_compactor_commits(t: Path, other: DeltaTable, started: float) -> thre
     return th
 
 
-def test_an_external_compaction_committing_after_compactor_is_repaired_by_the_watch(tmp_path: Path) -> None:
-    """The defect reproduced (8 of 8 tries before): compactor commits first, the other job afterwards."""
+def test_an_external_compaction_committing_after_compactor_is_found_by_the_watch_and_repaired_by_the_next_plan(
+        tmp_path: Path) -> None:
+    """The defect reproduced (8 of 8 tries before): compactor commits first, the other job afterwards. The
+    watch reports it and fails the run; the repair is not improvised: the next plan lists it as an action,
+    and applying that plan leaves every row once."""
     t = tmp_path / "t"
     n = make_table(t, partitions=2, appends=4, rows=10)
     plan = plan_for(t)
@@ -57,14 +60,17 @@ def test_an_external_compaction_committing_after_compactor_is_repaired_by_the_wa
     th = _after_compactor_commits(t, other, time.monotonic())
     run_ = apply_plan(plan, target=Target(), watch_s=3.0)
     th.join()
-    exactly_once(t, n)
-    assert run_.ok, [(r.status, r.error) for r in run_.results]
-    named = [r.details["repaired_later"] for r in run_.results if "repaired_later" in r.details]
-    assert named, "the run results name the repair"
-    rep = named[0]
-    assert rep["status"] == "repaired" and rep["repair_versions"] and rep["rows_deduplicated"] > 0
-    (other_version,) = rep["conflicting_versions"]  # the other job's commit, not one of compactor's
+    assert not run_.ok
+    named = [r.details["duplicated_later"] for r in run_.results if "duplicated_later" in r.details]
+    assert named, "the run results name the duplicate"
+    (other_version,) = named[0]["conflicting_versions"]  # the other job's commit, not one of compactor's
     assert read_commit(str(t), other_version).metadata("compactor.action") is None
+    assert sum(ids(t).values()) == 2 * n  # nothing repaired unplanned
+    fix = plan_for(t)
+    (table,) = fix.tables
+    assert table.actions[0].type == "repair" and other_version in table.actions[0].params()["anomalies"]
+    assert apply_plan(fix, target=Target(), watch_s=0).ok
+    exactly_once(t, n)
     assert detect(str(t)).open == []
 
 
@@ -96,25 +102,31 @@ def test_a_duplicated_table_is_reported_by_inspect_and_plan_and_repair_fixes_it_
     assert d["later_version"] == later and d["earlier_versions"] == ours and d["rows"] == n
 
     plan = run("plan", "--project-dir", str(proj), "--format", "json", "--out", str(tmp_path / "plan.json"))
-    assert plan.exit_code == 1, plan.output
+    assert plan.exit_code == 0, plan.output
     doc = json.loads(plan.output)
     jsonschema.validate(doc, load_schema("plan.schema.json"))
     (tp,) = doc["tables"]
     (dr,) = tp["duplicate_rewrite"]
     assert (dr["later_version"], dr["earlier_versions"], dr["rows"]) == (later, ours, n)
-    assert doc["totals"]["duplicates"] == 1
+    assert doc["totals"]["duplicates"] == 0  # every anomaly is answered by the planned repair
     # each partition holds compactor's file and the extra copy: compacting the two would make the
-    # duplicate permanent, so the extra copies are never planned as inputs
-    assert tp["actions"] == [] and tp["files_before"] == 4
-    assert run("plan", "--project-dir", str(proj), "--detailed-exitcode").exit_code == 1
+    # duplicate permanent, so the extra copies are never planned as inputs; the repair is the one action
+    (rep,) = tp["actions"]
+    assert rep["type"] == "repair" and rep["params"]["anomalies"] == [later] and rep["rows"] == n
+    assert len(rep["params"]["remove"]) == 2 and tp["files_before"] == 4
+    assert run("plan", "--project-dir", str(proj), "--detailed-exitcode").exit_code == 2
 
     dry = run("repair", str(t), "--dry-run", "--format", "json")
     assert dry.exit_code == 0 and json.loads(dry.output)["tables"][0]["status"] == "would_repair"
     assert sum(ids(t).values()) == 2 * n  # a dry run commits nothing
+    unapproved = run("repair", "--project-dir", str(proj))
+    assert unapproved.exit_code == 2 and "--auto-approve" in unapproved.output
+    assert sum(ids(t).values()) == 2 * n
 
-    fixed = run("repair", "--project-dir", str(proj))
+    fixed = run("repair", "--project-dir", str(proj), "--auto-approve")
     assert fixed.exit_code == 0, fixed.output
-    assert f"version {later} rewrote 8 file(s)" in fixed.output and f"{n:,} duplicated rows gone" in fixed.output
+    assert f"version {later} (double_remove) made {n:,} rows of 8 file(s)" in fixed.output
+    assert f"{n:,} duplicated rows gone" in fixed.output
     exactly_once(t, n)
     again = run("repair", "--project-dir", str(proj), "--format", "json")
     assert again.exit_code == 0 and json.loads(again.output)["tables"][0]["status"] == "clean"
@@ -124,11 +136,13 @@ def test_a_duplicated_table_is_reported_by_inspect_and_plan_and_repair_fixes_it_
     assert [d["status"] for d in after["duplicates"]] == ["repaired"]
 
 
-def test_apply_repairs_before_it_compacts_a_duplicated_table(tmp_path: Path) -> None:
+def test_a_planned_repair_runs_first_then_the_compaction(tmp_path: Path) -> None:
     t, n, _ = _duplicated_by_a_race(tmp_path)
     make_table(t, partitions=2, appends=2, rows=10, start=n)  # more small files to compact
     n += 40
-    run_ = apply_plan(plan_for(t), target=Target(), watch_s=0)
+    plan = plan_for(t)
+    assert [a.type for a in plan.tables[0].actions][0] == "repair"
+    run_ = apply_plan(plan, target=Target(), watch_s=0)
     assert run_.results[0].type == "repair" and run_.results[0].status == "success"
     assert run_.results[0].details["repair"]["rows_deduplicated"] == n - 40
     assert run_.ok, [(r.type, r.status, r.error) for r in run_.results]
@@ -257,9 +271,9 @@ def test_inspect_warns_about_auto_compaction_under_a_policy(tmp_path: Path) -> N
     assert plain["warnings"] == [] and any("autoCompact" in x for x in plain["recommendations"])
 
 
-def test_cli_apply_watches_for_the_profiles_window_and_names_the_repair(tmp_path: Path, monkeypatch) -> None:
+def test_cli_apply_watches_for_the_profiles_window_and_names_the_duplicate(tmp_path: Path, monkeypatch) -> None:
     """`compactor apply` end to end: the watch window comes from the profile (COMPACTOR_WATCH_WINDOW, set
-    to 0 for the test suite, is removed), and the JSON run results name the repair."""
+    to 0 for the test suite, is removed); the run exits 1 and its JSON results name the duplicate."""
     monkeypatch.delenv("COMPACTOR_WATCH_WINDOW", raising=False)
     t = tmp_path / "lake" / "t"
     n = make_table(t, partitions=2, appends=4, rows=10)
@@ -269,11 +283,13 @@ def test_cli_apply_watches_for_the_profiles_window_and_names_the_repair(tmp_path
     th = _after_compactor_commits(t, other, time.monotonic())
     r = run("apply", "--project-dir", str(proj), "--auto-approve", "--format", "json")
     th.join()
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output
     doc = json.loads(r.output[r.output.index("{"):])
     jsonschema.validate(doc, load_schema("run_results.schema.json"))
-    named = [x["details"]["repaired_later"] for x in doc["results"] if "repaired_later" in x["details"]]
-    assert named and named[0]["rows_deduplicated"] > 0
+    named = [x["details"]["duplicated_later"] for x in doc["results"] if "duplicated_later" in x["details"]]
+    assert named and named[0]["conflicting_versions"]
+    fixed = run("repair", "--project-dir", str(proj), "--auto-approve")
+    assert fixed.exit_code == 0, fixed.output
     exactly_once(t, n)
 
 

@@ -15,8 +15,8 @@ from compactor.policy.model import TablePolicy
 
 
 def duplicates_extra(uri: str, storage_options: Mapping[str, str], version: int | None) -> dict[str, Any]:
-    """TableState.extra entries for the planner: the open duplicate rewrites and the files holding their
-    extra copies (never planned as compaction inputs: the repair removes them)."""
+    """TableState.extra entries for the planner: the rows live twice (reported per anomaly), the files
+    holding their extra copies (never planned as compaction inputs) and the repair to plan first."""
     import logging
 
     from compactor.formats.delta.repair import detect
@@ -24,11 +24,21 @@ def duplicates_extra(uri: str, storage_options: Mapping[str, str], version: int 
     try:
         found = detect(uri, storage_options, version=version)
     except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
-        logging.getLogger(__name__).warning("%s: could not scan the log for duplicate rewrites: %s", uri, e)
+        logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", uri, e)
         return {"duplicates_error": f"{type(e).__name__}: {e}"}
-    return {"duplicates": found.open,
-            "duplicate_carriers": sorted({p for d in found.analysis.open for p in found.analysis.carriers(d)}),
-            "duplicates_window": found.window()}
+    current = found.current
+    if found.proposal is not None and not found.proposal.repairable:
+        for d in current:
+            d["repairable"] = False
+            d.setdefault("reason", "; ".join(found.proposal.problems))
+    out: dict[str, Any] = {"duplicates": current, "duplicate_carriers": found.carriers,
+                           "duplicates_window": found.window(), "repair_problems": found.problems}
+    if found.proposal is not None and found.proposal.repairable:
+        out["repair_proposal"] = found.proposal
+        out["repair_window_start"] = found.first_version
+        out["repair_rows"] = (sum(found.rows.get(p) or 0 for p in found.proposal.remove),
+                              sum(found.rows.get(p) or 0 for p in found.proposal.restore))
+    return out
 
 
 class DeltaFormat:
@@ -48,7 +58,7 @@ class DeltaFormat:
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))
-        if policy is not None and policy.enabled and cache is None:  # planning (apply repairs on its own)
+        if policy is not None and policy.enabled and cache is None:  # planning (apply runs the planned repair)
             state = replace(state, extra={**state.extra, **duplicates_extra(uri, storage_options, state.version)})
         return state
 
@@ -98,12 +108,13 @@ class DeltaFormat:
 
     def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, start: int | None = None,
                           horizon: int | None = None, commit_metadata: Mapping[str, str] | None = None,
-                          dry_run: bool = False) -> Any:
-        """Repair every open duplicate rewrite (a repair.RepairResult; RepairError if one cannot be)."""
+                          dry_run: bool = False, expected: Any = None, fence: Any = None) -> Any:
+        """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be). ``expected``:
+        the result of the dry run the user approved; what is derived now must be the same repair."""
         from compactor.formats.delta.repair import DEFAULT_HORIZON, repair
 
         return repair(uri, storage_options, start=start, horizon=horizon or DEFAULT_HORIZON,
-                      commit_metadata=commit_metadata, dry_run=dry_run)
+                      commit_metadata=commit_metadata, dry_run=dry_run, expected=expected, fence=fence)
 
     def removals_after(self, uri: str, storage_options: Mapping[str, str],
                        version: int) -> tuple[int, dict[str, list[int]]]:

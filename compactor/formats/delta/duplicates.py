@@ -1,300 +1,297 @@
-"""Duplicate rewrites in a Delta log, found from the commits alone (PURE: no I/O in this module).
+"""Rows live twice: anomalies found from the lineage of every file in the log (PURE: no I/O here).
 
-The signature of the delta-rs hazard (README, "Safety model"): a ``dataChange=false`` commit removes a
-file that an earlier commit already removed (and nobody re-added since) and adds new files. Its adds then
-hold a second copy of that file's rows: the earlier commit's adds hold the first. Any writer can produce
-it (compactor, delta-rs ``optimize``, a Spark job committing through delta-rs, Delta Kernel); delta-spark's
-own conflict checker refuses it, and delta-rs refuses it whenever one side changes data (DELETE, UPDATE,
-MERGE: measured, see tests/duplicates), so only ``dataChange=false`` commits are considered.
+The hazard (delta-compaction.md, "DANGER"): delta-rs 1.6 lets two ``dataChange=false`` commits remove the
+same files. Both commit, and the rows of those files are then live twice. In a log that has exactly one
+signature: a ``dataChange=false`` commit removes a file that is not live (an earlier commit removed it and
+nobody re-added it since). Its adds hold that file's rows a second time; the earlier commit's adds hold
+them already.
 
-The replay walks the commits in order and keeps, for every path it has seen, whether it is live, which
-commits removed it since it was last added, and which duplicates its rows carry:
+``analyse`` replays EVERY commit of the window in order (appends, DELETE/UPDATE/MERGE, RESTORE, which
+re-adds removed files, rewrites, repairs, metadata changes) and keeps per path: whether it is live, the
+commit that last removed it, the commit that consumed it (removed it while it was live), the commit that
+produced it, and which anomalies' extra rows its content holds (``carries``; every commit that consumes a
+file passes what it carries on to the files it adds, whatever kind of commit it is).
 
-- a *duplicate* is born at the later commit (its new adds are the extra copy, its *carriers*). A second
-  form is a *resurrection*: a commit re-adds a path that a live compaction already rewrote (a stale
-  repair would do this); the re-added path is the extra copy;
-- a later compaction that removes a carrier passes the duplicate on to its own adds (it joins the
-  duplicate's *chain*); a commit that removes carriers and adds nothing new (a repair) ends it;
-- a commit that re-adds files a duplicate removed is legitimate when every remaining remover of the file
-  has been reverted (that is what a repair does), and removing a file re-added in between is too;
-- a duplicate whose earlier copies were all reverted since is void (its copy is now the only one).
+Anomalies (``Anomaly.kind``):
 
-``repair_plan`` turns the open duplicates into one ``dataChange=false`` commit: remove every live carrier,
-re-add the files the chain consumed that no commit outside the chain removed (they are still on storage
-until VACUUM). Repairs of repairs and three-way overlaps converge because a repair is just another commit
-the replay understands: it ends the duplicates whose carriers it removes, and its re-adds are checked like
-any other add.
+- ``double_remove``: a dataChange=false commit removed files that were not live (its *strays*) and added
+  files: those hold the strays' rows a second time.
+- ``readd``: a dataChange=false commit that is not compactor's repair re-added a removed file: its rows
+  are back although the commit that removed it had put them elsewhere.
+- ``stale_repair``: a compactor repair commit removed files another commit had removed first (it raced a
+  rewrite): the files it restored duplicate rows that rewrite already holds.
 
-Only the commits given are known: a path first seen being removed is assumed live before the window.
+Status at the end of the window: ``open`` while a live file carries it and every carrier descends from
+it through rewrites only; ``unrepairable`` while a live file carries it through a data change (an UPDATE,
+MERGE or DELETE rewrote a file holding the extra rows: which rows are extra can no longer be told), or
+when the file it removed a second time had first been removed by a data change (rows that were deleted
+came back); ``repaired`` when a compactor repair commit named it and removed its carriers (the repair was
+checked by content before it committed); ``gone`` when no live file carries it any more (a DELETE of whole
+files, a RESTORE to before it).
+
+Only the window's commits are known. A path whose first action in the window is a remove is taken to
+have been live before the window (the normal case: a file written before the window, compacted in it),
+so a double removal whose first removal lies before the window is not seen; the window's size
+(``horizon``) bounds that. Nothing outside the window is ever assumed to hold a copy of anything.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.formats.delta.log import Commit
 
-#: commit metadata compactor's repair commits carry (the versions of the commits they revert)
+#: commit metadata of compactor's repair commits: the versions of the anomalies it repairs
 REPAIR_OF = "compactor.repair_of"
+#: commit metadata of a repair commit: {copy path: original path} for rows restored into a new file
+REPAIR_COPIES = "compactor.repair_copies"
+#: commit metadata of compactor's revert of its own commit (the post-commit guard): that commit's version
+REVERT_OF = "compactor.revert_of"
+
+KINDS = ("double_remove", "readd", "stale_repair")
+STATUSES = ("open", "unrepairable", "repaired", "gone")
 
 
 @dataclass
-class Duplicate:
-    """One duplicate rewrite: ``later`` removed files ``earlier`` had removed already (or re-added files a
-    live compaction had rewritten); ``files`` are those files, whose rows are now live twice."""
+class Anomaly:
+    """One commit that made rows live twice."""
 
-    later: int
-    #: file -> the versions that removed it before ``later`` (and were not reverted)
-    earlier: dict[str, list[int]]
-    #: the paths ``later`` added that hold the extra copy
-    extra: frozenset[str]
-    #: ``later`` and the compactions that rewrote its extra copy since (versions, in order); empty for a
-    #: resurrection
-    chain: list[int]
-    kind: str = "double_remove"  # | "resurrection"
-    status: str = "open"  # | "repaired" | "void"
-    resolved_by: int | None = None
-    #: set when the duplicate cannot be repaired by reverting its chain (rows were changed since)
-    unrepairable: str | None = None
-
-    @property
-    def files(self) -> list[str]:
-        return sorted(self.earlier)
+    version: int
+    kind: str
+    #: the files whose rows are the extra copy (strays removed a second time, or files re-added) -> the
+    #: version that had removed them before (None: a file the commit itself added, for stale_repair)
+    excess: dict[str, int | None]
+    status: str = "open"
+    reason: str = ""
+    repaired_by: int | None = None
 
     @property
     def earlier_versions(self) -> list[int]:
-        return sorted({v for vs in self.earlier.values() for v in vs})
+        return sorted({v for v in self.excess.values() if v is not None})
 
 
 @dataclass
-class Analysis:
+class Lineage:
     """The result of a replay (``analyse``)."""
 
     first_version: int | None
     last_version: int | None
-    duplicates: list[Duplicate]
     commits: dict[int, Commit]
-    #: paths the replay knows to be live at the end (added in the window and not removed since)
-    live: set[str]
-    #: path -> removers since its last add (paths known not live)
-    gone: dict[str, list[int]]
-    #: live path -> the duplicates (by ``later``) whose extra copy it holds
-    carry: dict[str, set[int]]
-    #: commits reverted by a repair (the chains of repaired duplicates)
-    reverted: set[int]
-    #: the most recent add / remove action seen per path (stats, size, partition values)
+    #: live path -> its latest add action
+    live: dict[str, Mapping[str, Any]]
+    #: removed path -> the version that removed it last (paths removed and not re-added since)
+    removed: dict[str, int]
+    #: path -> the version that last removed it while it was live (the commit that holds its rows now)
+    consumed_by: dict[str, int]
+    #: path -> the version of its latest add
+    produced_by: dict[str, int]
+    #: path -> the anomalies (by version) whose extra rows its content holds
+    carries: dict[str, frozenset[int]]
+    anomalies: list[Anomaly]
+    #: the latest add / remove action seen per path (size, partition values, stats, deletion vector)
     last_add: dict[str, Mapping[str, Any]]
     last_remove: dict[str, Mapping[str, Any]]
-    #: paths removed by a commit that added nothing new (a repair), not re-added since
-    dropped: set[str] = field(default_factory=set)
+    #: versions whose commit changed the schema, properties or protocol
+    table_changes: list[int] = field(default_factory=list)
+    #: anomalies (by version) carried forward by a data change -> that commit's version
+    tainted: dict[int, int] = field(default_factory=dict)
+    #: per commit that consumed files: the paths it removed while live (the strays are not among them)
+    live_removes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: per commit: the files it added that never existed before (not re-adds)
+    new_files: dict[int, tuple[str, ...]] = field(default_factory=dict)
+
+    def moves_content(self, version: int) -> bool:
+        """The commit wrote new files (a rewrite, an UPDATE/MERGE/DELETE that copied rows), as opposed to
+        one that only removed files or re-added old ones (a whole-file DELETE, a RESTORE)."""
+        return bool(self.new_files.get(version))
 
     @property
-    def open(self) -> list[Duplicate]:
-        return [d for d in self.duplicates if d.status == "open"]
+    def open(self) -> list[Anomaly]:
+        return [a for a in self.anomalies if a.status == "open"]
 
-    def carriers(self, dup: Duplicate) -> list[str]:
-        return sorted(p for p, ids in self.carry.items() if dup.later in ids)
+    @property
+    def unrepairable(self) -> list[Anomaly]:
+        return [a for a in self.anomalies if a.status == "unrepairable"]
+
+    @property
+    def current(self) -> list[Anomaly]:
+        """Anomalies whose extra rows are live now (open or unrepairable)."""
+        return [a for a in self.anomalies if a.status in ("open", "unrepairable")]
+
+    def carriers(self, version: int) -> list[str]:
+        """The live files holding anomaly ``version``'s extra rows."""
+        return sorted(p for p in self.live if version in self.carries.get(p, ()))
+
+    def is_rewrite(self, version: int) -> bool:
+        c = self.commits.get(version)
+        return c is not None and not c.data_change
 
 
-def analyse(commits: Iterable[Commit]) -> Analysis:
-    """Replay ``commits`` (consecutive versions, oldest first) and find every duplicate rewrite."""
-    live: set[str] = set()
-    gone: dict[str, list[int]] = {}
-    carry: dict[str, set[int]] = {}
-    held: dict[str, set[int]] = {}  # removed path -> the duplicates it carried when it was removed
-    dropped: set[str] = set()  # paths removed by a commit that added nothing new (a repair)
-    dups: dict[int, Duplicate] = {}
-    reverted: set[int] = set()
-    by_version: dict[int, Commit] = {}
+def _versions(text: str | None) -> set[int]:
+    out: set[int] = set()
+    for part in (text or "").split(","):
+        part = part.strip()
+        if part.isdigit():
+            out.add(int(part))
+    return out
+
+
+def repair_copies(c: Commit) -> dict[str, str]:
+    """{copy: original} of a repair commit (rows restored into new files)."""
+    raw = c.metadata(REPAIR_COPIES)
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
+
+
+def analyse(commits: Iterable[Commit]) -> Lineage:
+    """Replay ``commits`` (consecutive versions, oldest first) and find every anomaly (module docstring)."""
+    live: dict[str, Mapping[str, Any]] = {}
+    removed: dict[str, int] = {}
+    consumed_by: dict[str, int] = {}
+    produced_by: dict[str, int] = {}
+    carries: dict[str, frozenset[int]] = {}
     last_add: dict[str, Mapping[str, Any]] = {}
     last_remove: dict[str, Mapping[str, Any]] = {}
+    anomalies: dict[int, Anomaly] = {}
+    tainted: dict[int, int] = {}
+    live_removes_of: dict[int, tuple[str, ...]] = {}
+    new_files: dict[int, tuple[str, ...]] = {}
+    repaired_claims: dict[int, int] = {}  # anomaly -> the repair commit that names it
+    table_changes: list[int] = []
+    by_version: dict[int, Commit] = {}
     first = last = None
     for c in commits:
         first = c.version if first is None else first
         last = c.version
+        if c.changes_table:
+            table_changes.append(c.version)
         if not c.adds and not c.removes:
             continue
-        by_version[c.version] = c
+        v = c.version
+        by_version[v] = c
         rewrite = not c.data_change
-        # classify against the state before this commit
-        removed_before = {p: list(gone[p]) for p in c.removes if p in gone}
-        new_adds = frozenset(p for p in c.adds if p not in live and p not in gone)
-        readds = {p: list(gone[p]) for p in c.adds if p in gone and p not in c.removes}
-        # apply the removes; a file that held extra copies passes them on even when removed again
-        carried: set[int] = set()
+        names = _versions(c.metadata(REPAIR_OF))
+        is_repair = bool(names) and rewrite
+        # classify the removes against the state before this commit
+        live_removes = [p for p in c.removes if p in live or p not in removed]  # unseen: live before the window
+        strays = {p: removed[p] for p in c.removes if p not in live and p in removed}
+        readds = {p: removed[p] for p in c.adds if p in removed and p not in c.removes}
+        inherited: set[int] = set()
+        for p in live_removes:
+            inherited |= carries.get(p, frozenset())
+        anomaly: Anomaly | None = None
+        if rewrite and strays and is_repair and any(p not in live for p in c.adds):
+            # only what it brought back: re-adding a file that is live changes nothing
+            anomaly = Anomaly(v, "stale_repair", {p: None for p in c.adds if p not in live})
+        elif rewrite and strays and c.adds:
+            anomaly = Anomaly(v, "double_remove", dict(strays))
+        elif rewrite and readds and not is_repair:
+            anomaly = Anomaly(v, "readd", dict(readds))
+        if anomaly is not None:
+            anomalies[v] = anomaly
+            for p, earlier in anomaly.excess.items():
+                first_remover = consumed_by.get(p)
+                if earlier is not None and first_remover is not None and not by_version[first_remover].data_change:
+                    continue
+                if earlier is not None:
+                    anomaly.status = "unrepairable"
+                    anomaly.reason = (f"{p} had been removed by version {first_remover if first_remover is not None else earlier}, "
+                                      "which changed data (DELETE/UPDATE/MERGE/RESTORE): rows that were deleted "
+                                      "or changed are live again")
+                    break
+        if is_repair and not strays:
+            for a in names:
+                repaired_claims[a] = v
+        # apply the removes
         for p, action in c.removes.items():
-            if p in live:
-                live.discard(p)
-                held[p] = carry.pop(p, set())
-                if not new_adds:
-                    dropped.add(p)
-            carried |= held.get(p, set())
-            gone.setdefault(p, []).append(c.version)
+            if p in live or p not in removed:
+                consumed_by[p] = v
+            live.pop(p, None)
+            removed[p] = v
             last_remove[p] = action
-        # apply the adds
+        live_removes_of[v] = tuple(live_removes)
+        # what the added files hold: the rows of what this commit consumed (pooled over its adds)
+        passed = frozenset(inherited - {a for a, r in repaired_claims.items() if r == v})
+        fresh = tuple(p for p in c.adds if p not in live and p not in removed)
+        new_files[v] = fresh
+        if not rewrite and passed and fresh:
+            for a in passed:  # an UPDATE/MERGE/DELETE rewrote files holding extra rows into new ones
+                tainted.setdefault(a, v)
+        copies = repair_copies(c) if is_repair else {}
         for p, action in c.adds.items():
-            live.add(p)
-            gone.pop(p, None)
-            held.pop(p, None)
-            dropped.discard(p)
+            was_removed = p in removed and p not in c.removes
+            live[p] = action
+            removed.pop(p, None)
+            produced_by[p] = v
             last_add[p] = action
-        # the extra copies this commit consumed move on to its new adds, or end here
-        for dup_id in sorted(carried):
-            d = dups[dup_id]
-            if not rewrite and d.unrepairable is None:
-                d.unrepairable = (f"version {c.version} changed data in files that hold the duplicated rows: "
-                                  "reverting the rewrites would undo that change")
-            if new_adds:
-                d.chain.append(c.version)
-                for p in new_adds:
-                    carry.setdefault(p, set()).add(dup_id)
-            elif not any(dup_id in ids for ids in carry.values()):
-                d.status, d.resolved_by = "repaired", c.version
-                reverted.update(d.chain)
-        if not rewrite:
-            continue
-        # a second removal of files already removed, with new adds: the adds are an extra copy
-        doubled = {p: [v for v in vs if v not in reverted] for p, vs in removed_before.items()}
-        doubled = {p: vs for p, vs in doubled.items() if vs}
-        # a re-add of a file that a live (not reverted) commit removed: the file is an extra copy itself
-        resurrected = {p: [v for v in vs if v not in reverted] for p, vs in readds.items()}
-        resurrected = {p: vs for p, vs in resurrected.items() if vs}
-        if not (doubled and new_adds) and not resurrected:
-            continue
-        if doubled and new_adds:
-            d = Duplicate(c.version, {**doubled, **resurrected}, new_adds | frozenset(resurrected), [c.version])
-        else:
-            d = Duplicate(c.version, resurrected, frozenset(resurrected), [], kind="resurrection")
-        dups[c.version] = d
-        for p in d.extra:
-            carry.setdefault(p, set()).add(c.version)
-    # a duplicate whose earlier copies were all reverted since holds the only copy now
-    for d in dups.values():
-        if d.status != "open":
-            continue
-        d.earlier = {p: [v for v in vs if v not in reverted] for p, vs in d.earlier.items()}
-        d.earlier = {p: vs for p, vs in d.earlier.items() if vs}
-        if not d.earlier:
-            d.status = "void"
-        elif not any(d.later in ids for ids in carry.values()):
-            d.status = "repaired"  # its copy left the table without a repair commit we could name
-    return Analysis(first, last, sorted(dups.values(), key=lambda d: d.later), by_version, live, gone, carry,
-                    reverted, last_add, last_remove, dropped)
+            if was_removed and not rewrite:
+                continue  # a RESTORE brings back the file's own content (and what it carried then)
+            own = {anomaly.version} if anomaly is not None and p in _carriers_of(anomaly, c) else set()
+            if is_repair:
+                # a restored file holds its own rows; a copy holds its original's
+                original = copies.get(p, p)
+                _set(carries, p, (carries.get(original, frozenset()) - names) | own)
+                continue
+            _set(carries, p, passed | own | (carries.get(p, frozenset()) if was_removed else frozenset()))
+        if is_repair and not strays:
+            # compactor proved, from the files' contents, that this commit took out exactly the named
+            # anomalies' extra rows (formats/delta/repair.py): the live files that still name them hold no
+            # extra row. The files it removed keep what they carry: a RESTORE to before the repair brings
+            # the extra rows back with them.
+            for p in [p for p, ids in carries.items() if ids & names and p in live]:
+                _set(carries, p, carries[p] - names)
+    lineage = Lineage(first, last, by_version, live, removed, consumed_by, produced_by, carries,
+                      sorted(anomalies.values(), key=lambda a: a.version), last_add, last_remove, table_changes,
+                      tainted, live_removes_of, new_files)
+    _settle(lineage, repaired_claims)
+    return lineage
 
 
-# ----------------------------------------------------------------------------- the repair, as data
-
-
-@dataclass(frozen=True)
-class RepairPlan:
-    """One dataChange=false commit that removes every extra copy (``remove``) and restores the files the
-    reverted chain consumed that nobody else holds (``restore``)."""
-
-    duplicates: tuple[int, ...]  # the ``later`` versions repaired
-    chain: tuple[int, ...]  # every commit reverted
-    remove: tuple[str, ...]
-    restore: tuple[str, ...]
-    #: (commit, path) pairs: every file a reverted commit consumed, with multiplicity, plus the
-    #: resurrected files removed as they are; their rows must equal the rows of ``remove``
-    consumed: tuple[tuple[int, str], ...]
-    #: why the repair must not be committed (empty when it may)
-    unrepairable: tuple[str, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not self.remove and not self.restore
-
-
-def repair_plan(analysis: Analysis, live_now: Iterable[str]) -> RepairPlan:
-    """PURE: the repair of every open duplicate of ``analysis``. ``live_now``: the table's live paths
-    (from a snapshot at ``analysis.last_version``).
-
-    Every open double removal is reverted with its chain (B doubles A's files, C doubles B's: both are
-    reverted, and the files only they removed are restored). A re-add is reverted unless every commit
-    that had removed the file is being reverted: then it is part of the restore. Every file the reverted
-    chain consumed must end with exactly one live copy: restored, still live, or held by a commit outside
-    the chain; the plan says why not when that does not hold."""
-    live = set(live_now)
-    by_id = {d.later: d for d in analysis.open}
-    void: set[int] = set()
-    problems: list[str] = []
-    for _ in range(len(by_id) + 2):
-        ids = {i for i, d in by_id.items() if d.kind == "double_remove" or i not in void}
-        while True:  # a file holding several extra copies reverts the chains of all of them
-            carried = set().union(*((c - void) for c in analysis.carry.values() if c & ids)) & set(by_id)
-            if carried <= ids:
-                break
-            ids |= carried
-        chain_set = {v for i in ids for v in by_id[i].chain}
-        # a re-add of files that only commits being reverted had removed is the restore itself
-        now_void = {i for i, d in by_id.items() if d.kind == "resurrection"
-                    and all(v in chain_set for vs in d.earlier.values() for v in vs)}
-        if now_void == void:
-            break
-        void = now_void
+def _set(carries: dict[str, frozenset[int]], path: str, ids: set[int] | frozenset[int]) -> None:
+    """Only files that carry something are kept (most files carry nothing)."""
+    if ids:
+        carries[path] = frozenset(ids)
     else:
-        problems.append("the duplicates' chains and re-added files depend on each other in a way compactor "
-                        "cannot resolve")
-    chosen = [by_id[i] for i in sorted(ids)]
-    problems += [f"version {d.later}: {d.unrepairable}" for d in chosen if d.unrepairable]
-    for d in chosen:  # the other copy must be whole: none of its files dropped by a (stale) repair
-        for r in d.earlier_versions:
-            lost = sorted(p for p in analysis.commits[r].adds if p in analysis.dropped)
-            if lost:
-                problems.append(f"version {d.later}: the other copy (version {r}) is incomplete: {lost[0]} was "
-                                "removed without being rewritten")
-    # commits a repair already reverted (their copies were removed, their inputs restored) stay reverted
-    chain_set -= analysis.reverted
-    chain = sorted(chain_set)
-    adds_of_chain = {p for v in chain for p in analysis.commits[v].adds}
-    extra = {p for d in chosen for p in d.extra}
-    remove = sorted(p for p, carried in analysis.carry.items() if (carried - void) & ids)
-    missing = [p for p in remove if p not in live]
-    if missing:
-        problems.append(f"{len(missing)} file(s) holding duplicated rows are not live in the snapshot "
-                        f"(e.g. {missing[0]}): the log window and the snapshot disagree")
-    remove_set = set(remove)
-    consumed: list[tuple[int, str]] = []
-    restore: set[str] = set()
-    rewritten: set[str] = set()
-    for v in chain:
-        for p in analysis.commits[v].removes:
-            if p in adds_of_chain:
-                # an intermediate extra copy, rewritten again within the chain: its rows are counted in
-                # the files it came from, once; every further rewrite of it made one more copy
-                if p in rewritten:
-                    consumed.append((v, p))
-                rewritten.add(p)
-                continue
-            consumed.append((v, p))
-            if p in extra or p in live:
-                continue
-            if all(r in chain_set or r in analysis.reverted for r in analysis.gone.get(p, [])):
-                restore.add(p)
-    for p in sorted({p for _, p in consumed}):
-        if p in remove_set or p in adds_of_chain:
+        carries.pop(path, None)
+
+
+def _carriers_of(a: Anomaly, c: Commit) -> frozenset[str]:
+    """The files of commit ``c`` (the anomaly's own commit) that hold its extra rows."""
+    if a.kind in ("readd", "stale_repair"):
+        return frozenset(a.excess)
+    return frozenset(c.adds)
+
+
+def _settle(lineage: Lineage, repaired_claims: Mapping[int, int]) -> None:
+    """The status of every anomaly at the end of the window."""
+    for a in lineage.anomalies:
+        carried = any(a.version in lineage.carries.get(p, ()) for p in lineage.live)
+        if not carried:
+            if a.status == "open" or a.status == "unrepairable":
+                claim = repaired_claims.get(a.version)
+                a.status, a.repaired_by = ("repaired", claim) if claim is not None else ("gone", None)
             continue
-        outside = [r for r in analysis.gone.get(p, []) if r not in chain_set and r not in analysis.reverted]
-        copies = (p in restore) + (p in live) + len(outside)
-        if copies != 1:
-            problems.append(f"{p} would be live {copies} times after the repair (removed by versions "
-                            f"{analysis.gone.get(p, [])}): not repaired automatically")
-    consumed += [(d.later, p) for d in chosen for p in d.extra if p in live and p not in adds_of_chain]
-    return RepairPlan(tuple(sorted(ids)), tuple(chain), tuple(remove), tuple(sorted(restore)), tuple(consumed),
-                      tuple(problems))
+        if a.status == "open" and a.version in lineage.tainted:
+            a.status = "unrepairable"
+            a.reason = (f"version {lineage.tainted[a.version]} changed data (DELETE/UPDATE/MERGE) in files that hold "
+                        "the duplicated rows: which rows are extra can no longer be told from the log")
 
 
-def describe(d: Duplicate, rows: Mapping[str, int | None] | None = None) -> dict[str, Any]:
-    """A duplicate as plain data for reports (plan ``duplicate_rewrite``, inspect, run results)."""
-    n = None
+def describe(a: Anomaly, lineage: Lineage, rows: Mapping[str, int | None] | None = None) -> dict[str, Any]:
+    """An anomaly as plain data for reports (plan ``duplicate_rewrite``, inspect, run results)."""
+    n: int | None = None
     if rows is not None:
-        counts = [rows.get(p) for p in d.files]
+        counts = [rows.get(p) for p in a.excess]
         n = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
-    return {"kind": d.kind, "earlier_versions": d.earlier_versions, "later_version": d.later,
-            "files": d.files, "rows": n, "chain": list(d.chain), "status": d.status,
-            "repaired_by": d.resolved_by, "repairable": d.unrepairable is None,
-            **({"reason": d.unrepairable} if d.unrepairable else {})}
-
-
+    return {"kind": a.kind, "later_version": a.version, "earlier_versions": a.earlier_versions,
+            "files": sorted(a.excess), "rows": n, "status": a.status, "repaired_by": a.repaired_by,
+            "carriers": lineage.carriers(a.version), "repairable": a.status == "open",
+            **({"reason": a.reason} if a.reason else {})}

@@ -6,19 +6,17 @@ commits between its read version and its own: if one of them removed a file comp
 compactor's commit is the later one, the duplicate, and is reverted at once by the general repair
 (formats/delta/repair.py): one dataChange=false commit removes compactor's outputs (and anything that
 rewrote them since) and re-adds those of its inputs that no other commit removed (they are still on
-storage until VACUUM), so every row is live exactly once again. The case where the other commit is the
-later one is the watch's (tasks/watch.py) and the next run's (``apply`` repairs before it touches a
-table).
+storage until VACUUM, and copied under a new name when VACUUM may already delete them), so every row
+is live exactly once again, after the same content proof as every repair. The case where the other
+commit is the later one is found by the next ``plan``, which plans its repair as an action to review.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
 
 from compactor.errors import ApplyError
-from compactor.formats.delta.commit import RemovedFile
 from compactor.formats.delta.log import Commit, commits_after, read_commit
 
 log = logging.getLogger(__name__)
@@ -35,21 +33,24 @@ def overlapping_removes(uri: str, storage_options: Mapping[str, str] | None, rea
     return found
 
 
-def undo_commit(table: Any, uri: str, storage_options: Mapping[str, str] | None, own: Commit,
-                inputs: Sequence[RemovedFile], removed_by_others: Mapping[str, int],
-                commit_metadata: Mapping[str, str]) -> Commit:
-    """Repair the duplicate ``own`` made (it removed ``removed_by_others`` again): the general repair over
-    the commits from the first overlapping one on. Returns the (last) repair commit. ``table`` and
-    ``inputs`` are not needed any more: the log names everything the repair restores."""
-    from compactor.formats.delta.repair import repair
+def undo_commit(uri: str, storage_options: Mapping[str, str] | None, own: Commit,
+                removed_by_others: Mapping[str, int], commit_metadata: Mapping[str, str],
+                fence: Callable[[], None] | None = None) -> Commit:
+    """Revert ``own``, which removed ``removed_by_others`` again (its rows are live twice): the one repair
+    apply makes without a plan listing it, and only when the repair derived from the log answers exactly
+    this commit (the same content proof as every repair). Returns the repair commit."""
+    from compactor.formats.delta.repair import detect, execute
 
     start = min(removed_by_others.values()) if removed_by_others else own.version
-    result = repair(uri, storage_options, start=start, commit_metadata=commit_metadata)
-    if not result.commits:
+    found = detect(uri, storage_options, start=start)
+    proposal = found.proposal
+    if proposal is None or proposal.anomalies != (own.version,):
         raise ApplyError(f"commit {own.version} removed {len(removed_by_others)} file(s) already removed by "
-                         f"version(s) {sorted(set(removed_by_others.values()))}, but the repair found no "
-                         "duplicate to revert")
-    log.warning("repaired duplicate compaction: commit %d overlapped %d remove(s) of version(s) %s", own.version,
+                         f"version(s) {sorted(set(removed_by_others.values()))}: rows are live twice and the "
+                         "revert of this commit alone cannot answer it",
+                         hint="run `compactor plan`: it plans the repair (`compactor repair` applies it)")
+    result = execute(uri, storage_options, found, commit_metadata=commit_metadata, fence=fence)
+    log.warning("reverted own commit %d: it overlapped %d remove(s) of version(s) %s", own.version,
                 len(removed_by_others), sorted(set(removed_by_others.values())))
     repaired = read_commit(uri, result.commits[-1], storage_options)
     if repaired is None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from compactor.models.state import TableState
-from compactor.planning.actions import REWRITE_ACTIONS
+from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, TablePlan
 from compactor.planning.retention import plan_retention
@@ -113,8 +113,32 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         acts, sk = plan_retention(policy.retention, state)
         actions += acts
         skips += sk
+    repair = _repair_action(state)
+    if repair is not None:
+        actions.insert(0, repair)
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in REWRITE_ACTIONS)
     return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+
+
+def _repair_action(state: TableState) -> RepairAction | None:
+    """The repair of rows live twice (formats/delta/repair_plan.py), first among the table's actions: a
+    repair is applied only from a plan that lists it."""
+    proposal = state.extra.get("repair_proposal")
+    if proposal is None:
+        return None
+    removed, restored = state.extra.get("repair_rows") or (None, None)
+    sizes = dict(zip(state.files.column("path").to_pylist(), state.files.column("size_bytes").to_pylist())) \
+        if proposal.remove else {}
+    paths = (*proposal.remove, *proposal.restore)
+    return RepairAction(
+        anomalies=proposal.anomalies, chain=proposal.chain, remove=proposal.remove, restore=proposal.restore,
+        window_start=state.extra.get("repair_window_start"), rows_removed=removed, rows_restored=restored,
+        input_files=len(proposal.remove), input_bytes=sum(int(sizes.get(p) or 0) for p in proposal.remove),
+        expected_output_files=len(proposal.restore), rows=(removed - restored) if removed is not None else None,
+        precondition=Precondition.of(state.version, paths),
+        reason=(f"rows live twice since version(s) {', '.join(map(str, proposal.anomalies))}: remove "
+                f"{len(proposal.remove)} file(s), restore {len(proposal.restore)}; rows proved on the files before "
+                "the commit"))
 
 
 def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]]:

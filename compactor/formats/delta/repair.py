@@ -1,40 +1,40 @@
-"""Find and repair duplicate rewrites in a Delta table (the I/O around formats/delta/duplicates.py).
+"""Find and repair rows that live twice in a Delta table (the I/O around duplicates.py and repair_plan.py).
 
 The scan window: the JSON commits still in ``_delta_log``, at most ``horizon`` of them, ending at the
-latest version (or, for the post-commit guard and the watch, starting right after compactor's read
-version). Not "since the last checkpoint": a checkpoint is written every 10 (delta-spark) or 100 (delta-rs)
-commits whatever happens, so a duplicate often straddles one; log cleanup only deletes commits older than
-``delta.logRetentionDuration`` (30 days) and only behind a checkpoint, so the newest commits are always
-JSON. A horizon in commits (default 1000) bounds the cost of ``plan`` and ``inspect`` per table (one small
-GET per commit on object stores, read 16 at a time) while covering far more than any real race: the two
-commits of a duplicate are as far apart as the other job's runtime. A duplicate whose first removal is
-older than the window cannot be seen; ``--horizon`` widens it.
+latest version. Every commit of the window is parsed and replayed (appends, RESTOREs, DELETE/UPDATE/
+MERGE, rewrites, repairs): finding 1 of issue 18 came from skipping commits without a remove. Not
+"since the last checkpoint": a checkpoint is written every 10 (delta-spark) or 100 (delta-rs) commits
+whatever happens, so a duplicate often straddles one; log cleanup only deletes commits older than
+``delta.logRetentionDuration`` (30 days), so the newest commits are always JSON. A path whose first action
+in the window is a remove was live before it (duplicates.py); ``--horizon`` widens the window.
 
-Rows: from the log's ``numRecords`` when reporting; from the parquet footers (removed files stay on
-storage until VACUUM) before a repair commits, with two checks:
-
-1. the files the repair removes hold exactly the rows of the files the reverted commits consumed (the
-   chain was a pure rewrite, nothing else is in those files);
-2. rows removed - rows restored == the rows of the doubled files (everything not restored is a second
-   copy of rows that stay live in the other commit's files).
+A repair commits only after it has proved, from the files' contents, that it takes out exactly one extra
+copy of each duplicated row and nothing else (repair_content.py), and it never re-adds a file VACUUM may
+already delete: a file whose tombstone is older than the table's deleted-file retention minus a margin
+is restored as a byte copy under a new name instead (docs/safety.md).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import time
+import posixpath
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactor.errors import ApplyError, VerificationError
+from compactor.errors import ApplyError, StalePlanError, VerificationError
 from compactor.formats.delta.commit import MARKER, commit_properties, find_commit
-from compactor.formats.delta.duplicates import REPAIR_OF, Analysis, RepairPlan, analyse, describe, repair_plan
+from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage, analyse, describe
 from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
+from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.planning.retention import DELETED, parse_interval
+from compactor.runtime import clock
+from compactor.runtime.faults import crash_point
 from compactor.runtime.paths import filesystem, join
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 #: how many of the newest commits a scan reads at most
 DEFAULT_HORIZON = 1000
 _READERS = 16
+#: Delta's default delta.deletedFileRetentionDuration
+DEFAULT_DELETED_RETENTION_S = 7 * 24 * 3600
 
 
 # ----------------------------------------------------------------------------- reading the window
@@ -50,42 +52,26 @@ _READERS = 16
 def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: int, start: int | None = None,
                 horizon: int = DEFAULT_HORIZON) -> list[Commit]:
     """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
-    oldest ones may have been cleaned up), oldest first."""
+    oldest ones may have been cleaned up), oldest first, every action parsed."""
     lo = max(0, until - max(1, horizon) + 1)
     if start is not None:
         lo = max(lo, start)
     versions = list(range(lo, until + 1))
     if not versions:
         return []
+
+    def read(v: int) -> Commit | None:
+        text = read_commit_text(uri, v, storage_options)
+        return None if text is None else parse_commit(v, text)
+
     with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
-        read = list(pool.map(lambda v: _read_rewrites_only(uri, v, storage_options), versions))
+        got = list(pool.map(read, versions))
     out: list[Commit] = []
-    for c in reversed(read):  # the contiguous run ending at ``until``
+    for c in reversed(got):  # the contiguous run ending at ``until``
         if c is None:
             break
         out.append(c)
     return out[::-1]
-
-
-def _read_rewrites_only(uri: str, version: int, storage_options: Mapping[str, str] | None) -> Commit | None:
-    """A commit as the scan needs it: a commit without a single remove (an append, however large) cannot
-    take part in a duplicate (neither as a rewrite nor as a repair), so its actions are not parsed."""
-    text = read_commit_text(uri, version, storage_options)
-    if text is None:
-        return None
-    if '"remove"' not in text:
-        return Commit(version)
-    return parse_commit(version, text)
-
-
-def _live_paths(dt: Any) -> set[str]:
-    import pyarrow as pa
-
-    from compactor.formats.delta.state import _logical_paths
-
-    actions = dt.get_add_actions(flatten=True)
-    col = pa.chunked_array(actions.column("path"))
-    return set(_logical_paths(col)[0].to_pylist()) if len(col) else set()
 
 
 def _stats_rows(action: Mapping[str, Any] | None) -> int | None:
@@ -101,34 +87,20 @@ def _stats_rows(action: Mapping[str, Any] | None) -> int | None:
     return int(n) if n is not None else None
 
 
-def _footer(uri: str, path: str, storage_options: Mapping[str, str] | None) -> int | None:
+def _log_rows(lineage: Lineage, paths: set[str]) -> dict[str, int | None]:
+    return {p: _stats_rows(lineage.last_add.get(p)) for p in sorted(paths)}
+
+
+def _footer_rows(uri: str, storage_options: Mapping[str, str] | None, path: str) -> int | None:
+    """Rows from the parquet footer (a file added before the window: its add, with numRecords, is not in
+    the window); None when the file is gone."""
     import pyarrow.parquet as pq
 
     fs, p = filesystem(join(uri, path), storage_options)
     try:
-        return pq.ParquetFile(p, filesystem=fs).metadata.num_rows
-    except (FileNotFoundError, OSError):
+        return int(pq.ParquetFile(p, filesystem=fs).metadata.num_rows)
+    except OSError:
         return None
-
-
-def row_counts(uri: str, storage_options: Mapping[str, str] | None, analysis: Analysis, paths: Iterable[str], *,
-               footers: bool) -> dict[str, int | None]:
-    """Rows per path: footers first (``footers=True``: the file must still be on storage) or the log's
-    numRecords first; the other as the fallback; None when neither is available."""
-    paths = sorted(set(paths))
-    out: dict[str, int | None] = {}
-    need: list[str] = []
-    for p in paths:
-        n = None if footers else _stats_rows(analysis.last_add.get(p))
-        if n is None:
-            need.append(p)
-        else:
-            out[p] = n
-    if need:
-        with ThreadPoolExecutor(max_workers=min(8, len(need)), thread_name_prefix="footers") as pool:
-            for p, n in zip(need, pool.map(lambda q: _footer(uri, q, storage_options), need)):
-                out[p] = n if n is not None else _stats_rows(analysis.last_add.get(p))
-    return out
 
 
 # ----------------------------------------------------------------------------- detection
@@ -139,17 +111,34 @@ class Detection:
     uri: str
     version: int | None
     first_version: int | None
-    analysis: Analysis
+    lineage: Lineage
+    #: the repair of every open anomaly (None: nothing open)
+    proposal: RepairProposal | None
     rows: dict[str, int | None]
 
     @property
     def open(self) -> list[dict[str, Any]]:
-        return [describe(d, self.rows) for d in self.analysis.open]
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.open]
+
+    @property
+    def current(self) -> list[dict[str, Any]]:
+        """Rows live twice now: open and unrepairable anomalies."""
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.current]
 
     @property
     def history(self) -> list[dict[str, Any]]:
-        """Every duplicate found in the window, including those repaired since."""
-        return [describe(d, self.rows) for d in self.analysis.duplicates]
+        """Every anomaly found in the window, including those repaired since."""
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.anomalies]
+
+    @property
+    def carriers(self) -> list[str]:
+        return sorted({p for a in self.lineage.current for p in self.lineage.carriers(a.version)})
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the rows live twice cannot be repaired automatically (empty: they can, or none do)."""
+        out = [f"version {a.version}: {a.reason}" for a in self.lineage.unrepairable]
+        return out + list(self.proposal.problems if self.proposal is not None else ())
 
     def window(self) -> dict[str, Any]:
         return {"first_version": self.first_version, "last_version": self.version,
@@ -157,18 +146,27 @@ class Detection:
                 else self.version - self.first_version + 1}
 
 
+def _latest_version(uri: str, storage_options: Mapping[str, str] | None) -> int:
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version())
+
+
 def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, version: int | None = None,
            start: int | None = None, horizon: int = DEFAULT_HORIZON) -> Detection:
-    """Duplicates in the window ending at ``version`` (default: the latest commit)."""
+    """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair."""
     if version is None:
-        from deltalake import DeltaTable
-
-        version = DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version()
+        version = _latest_version(uri, storage_options)
     commits = read_window(uri, storage_options, until=version, start=start, horizon=horizon)
-    analysis = analyse(commits)
-    rows = row_counts(uri, storage_options, analysis, {p for d in analysis.duplicates for p in d.files},
-                      footers=False)
-    return Detection(uri, version, commits[0].version if commits else None, analysis, rows)
+    lineage = analyse(commits)
+    proposal = propose(lineage)
+    paths = {p for a in lineage.anomalies for p in a.excess}
+    if proposal is not None:
+        paths |= {*proposal.remove, *proposal.restore}
+    rows = _log_rows(lineage, paths)
+    for p in [p for p, n in rows.items() if n is None]:
+        rows[p] = _footer_rows(uri, storage_options, p)
+    return Detection(uri, version, commits[0].version if commits else None, lineage, proposal, rows)
 
 
 # ----------------------------------------------------------------------------- repair
@@ -176,7 +174,7 @@ def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, versio
 
 @dataclass
 class RepairResult:
-    """What ``repair`` did. status: clean (nothing to do), repaired, would_repair (dry run)."""
+    """What a repair did. status: clean (nothing to do), repaired, would_repair (dry run)."""
 
     uri: str
     status: str
@@ -184,11 +182,15 @@ class RepairResult:
     commits: list[int] = field(default_factory=list)  # the repair commits' versions
     files_removed: int = 0
     files_restored: int = 0
+    #: restored files copied under a new name (their tombstones were too old to re-add)
+    files_copied: int = 0
     rows_removed: int = 0
     rows_restored: int = 0
     version_before: int | None = None
     version_after: int | None = None
     window: dict[str, Any] = field(default_factory=dict)
+    #: the repair proved (and committed, unless a dry run)
+    proposal: RepairProposal | None = None
 
     @property
     def rows_deduplicated(self) -> int:
@@ -197,33 +199,16 @@ class RepairResult:
     def to_dict(self) -> dict[str, Any]:
         return {"uri": self.uri, "status": self.status, "duplicates": self.duplicates,
                 "repair_versions": self.commits, "files_removed": self.files_removed,
-                "files_restored": self.files_restored, "rows_removed": self.rows_removed,
-                "rows_restored": self.rows_restored, "rows_deduplicated": self.rows_deduplicated,
-                "version_before": self.version_before, "version_after": self.version_after,
-                "window": self.window}
+                "files_restored": self.files_restored, "files_copied": self.files_copied,
+                "rows_removed": self.rows_removed, "rows_restored": self.rows_restored,
+                "rows_deduplicated": self.rows_deduplicated, "version_before": self.version_before,
+                "version_after": self.version_after, "window": self.window,
+                "remove": list(self.proposal.remove) if self.proposal else [],
+                "restore": list(self.proposal.restore) if self.proposal else []}
 
 
 class RepairError(ApplyError):
-    """A duplicate was found that compactor will not repair automatically."""
-
-
-def _check_rows(plan: RepairPlan, rows: Mapping[str, int | None]) -> tuple[int, int]:
-    """Rows of the files removed == rows of the files the reverted rewrites consumed (from footers). With
-    the plan's own check that every consumed file ends with exactly one live copy, rows removed == rows
-    restored + rows that stay live in the other copy."""
-    unknown = sorted({p for p in (*plan.remove, *plan.restore, *(p for _, p in plan.consumed))
-                      if rows.get(p) is None})
-    if unknown:
-        raise VerificationError(f"cannot count the rows of {len(unknown)} file(s) the repair depends on (e.g. "
-                                f"{unknown[0]}: vacuumed and without statistics); nothing was committed")
-    removed = sum(rows[p] for p in plan.remove)  # type: ignore[misc]
-    restored = sum(rows[p] for p in plan.restore)  # type: ignore[misc]
-    consumed = sum(rows[p] for _, p in plan.consumed)  # type: ignore[misc]
-    if removed != consumed:
-        raise VerificationError(f"the files holding the extra copies have {removed} rows, the files the "
-                                f"rewrites {list(plan.chain)} consumed {consumed}: not a pure rewrite; nothing "
-                                "was committed")
-    return removed, restored
+    """Rows live twice and compactor will not repair them automatically."""
 
 
 def _exists(uri: str, path: str, storage_options: Mapping[str, str] | None) -> bool:
@@ -236,127 +221,215 @@ def _exists(uri: str, path: str, storage_options: Mapping[str, str] | None) -> b
         return False
 
 
-def _touched_since(uri: str, storage_options: Mapping[str, str] | None, version: int, plan: RepairPlan) -> int | None:
-    """The first commit after ``version`` that removed a file the repair removes, or added or removed a
-    file it restores (the repair was planned on a stale view: plan it again)."""
-    removes, restores = set(plan.remove), set(plan.restore)
+def _reader(uri: str, storage_options: Mapping[str, str] | None) -> Callable[[str], Any]:
+    import pyarrow.parquet as pq
+
+    def read(path: str) -> Any:
+        fs, p = filesystem(join(uri, path), storage_options)
+        with fs.open_input_file(p) as f:  # the file alone: no partition inferred from its folder
+            return pq.ParquetFile(f).read()
+
+    return read
+
+
+def _partition_values(lineage: Lineage, path: str) -> Mapping[str, str | None] | None:
+    for action in (lineage.last_add.get(path), lineage.last_remove.get(path)):
+        if action is not None and action.get("partitionValues") is not None:
+            return dict(action["partitionValues"])
+    return None
+
+
+def retention_s(properties: Mapping[str, str | None]) -> int:
+    return parse_interval(properties.get(DELETED)) or DEFAULT_DELETED_RETENTION_S
+
+
+def readd_horizon_s(retention: int) -> int:
+    """A tombstone younger than this may be re-added: VACUUM (anyone's, with the table's retention)
+    deletes files whose tombstone is older than the retention, so keep a margin of a quarter of it and
+    at least a day (runs that take long, clocks that differ)."""
+    return max(0, retention - max(24 * 3600, retention // 4))
+
+
+def _must_copy(lineage: Lineage, proposal: RepairProposal, now_ms: int, retention: int) -> list[str]:
+    """Restored files whose tombstone is too old to re-add (or unknown): copied under a new name."""
+    horizon_ms = readd_horizon_s(retention) * 1000
+    out = []
+    for p in proposal.restore:
+        ts = (lineage.last_remove.get(p) or {}).get("deletionTimestamp")
+        if not isinstance(ts, int) or now_ms - ts >= horizon_ms:
+            out.append(p)
+    return out
+
+
+def _copy_name(path: str) -> str:
+    d = posixpath.dirname(path)
+    name = f"part-{uuid.uuid4()}-compactor-repair.c000.snappy.parquet"
+    return f"{d}/{name}" if d else name
+
+
+def _copy(uri: str, src: str, dst: str, storage_options: Mapping[str, str] | None) -> int:
+    fs, s = filesystem(join(uri, src), storage_options)
+    _, d = filesystem(join(uri, dst), storage_options)
+    fs.copy_file(s, d)
+    return int(fs.get_file_info(d).size)
+
+
+def _check(uri: str, storage_options: Mapping[str, str] | None, dt: Any, lineage: Lineage,
+           proposal: RepairProposal) -> None:
+    """Everything that must hold before a repair may commit (raises RepairError / VerificationError)."""
+    if not proposal.repairable:
+        raise RepairError(f"{uri}: rows live twice and compactor will not repair them automatically: "
+                          f"{'; '.join(proposal.problems)}",
+                          hint="restore the table to the version before the duplicate (RESTORE) or deduplicate "
+                               "by hand")
+    unwritable = sorted(set(dt.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
+    if unwritable:
+        raise RepairError(f"{uri}: delta-rs cannot commit the repair to a table with writer feature(s) "
+                          f"{', '.join(unwritable)}", hint="restore the table to the version before the duplicate")
+    touched = [*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep]
+    with_dv = [p for p in touched if (lineage.last_add.get(p) or {}).get("deletionVector")
+               or (lineage.last_remove.get(p) or {}).get("deletionVector")]
+    if with_dv:  # the rows of a file with a deletion vector are not the rows in its parquet file
+        raise RepairError(f"{uri}: the repair depends on {len(with_dv)} file(s) with deletion vectors (e.g. "
+                          f"{with_dv[0]}), whose rows compactor cannot prove", hint="restore the table to the "
+                          "version before the duplicate (RESTORE)")
+    no_pv = [p for p in proposal.restore if _partition_values(lineage, p) is None]
+    if no_pv:
+        raise RepairError(f"{uri}: cannot restore {no_pv[0]}: its partition values are not in the log window",
+                          hint="widen the window with --horizon")
+    missing = sorted({p for p in touched if not _exists(uri, p, storage_options)})
+    if missing:
+        raise RepairError(f"{uri}: {len(missing)} file(s) the repair must read are gone from storage "
+                          f"(vacuumed?), e.g. {missing[0]}: its rows cannot be proved", hint="deduplicate by hand")
+    repairs = [v for v in proposal.anomalies if (lineage.commits[v].metadata(REPAIR_OF) or "")]
+    problem = excess_live_before(proposal, lambda v: _live_at(uri, storage_options, v), repairs)
+    if problem is None:
+        parts = {p: _partition_values(lineage, p) or {} for p in touched}
+        problem = ContentCheck(_reader(uri, storage_options), parts).problem(proposal)
+    if problem:
+        raise VerificationError(f"{uri}: {problem}; nothing was committed")
+
+
+def _live_at(uri: str, storage_options: Mapping[str, str] | None, version: int) -> set[str]:
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    from compactor.formats.delta.state import _logical_paths
+
+    old = DeltaTable(uri, storage_options=dict(storage_options or {}) or None, version=version)
+    col = pa.chunked_array(old.get_add_actions(flatten=True).column("path"))
+    return set(_logical_paths(col)[0].to_pylist()) if len(col) else set()
+
+
+def _touched_since(uri: str, storage_options: Mapping[str, str] | None, version: int,
+                   proposal: RepairProposal) -> int | None:
+    """The first commit after ``version`` that removed a file the repair removes, added or removed a file
+    it restores, or changed the schema or protocol: the repair was proved on a view that is gone."""
+    removes, restores = set(proposal.remove), set(proposal.restore)
     for c in commits_after(uri, version, storage_options):
-        if removes & set(c.removes) or restores & (set(c.removes) | set(c.adds)):
+        if removes & set(c.removes) or restores & (set(c.removes) | set(c.adds)) or c.changes_table:
             return c.version
     return None
 
 
-def _actions(uri: str, storage_options: Mapping[str, str] | None, analysis: Analysis, plan: RepairPlan) -> list[Any]:
+def _row_totals(lineage: Lineage, proposal: RepairProposal) -> tuple[int, int]:
+    rows = _log_rows(lineage, {*proposal.remove, *proposal.restore})
+    return (sum(rows[p] or 0 for p in proposal.remove), sum(rows[p] or 0 for p in proposal.restore))
+
+
+def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Detection, *,
+            commit_metadata: Mapping[str, str] | None = None, fence: Callable[[], None] | None = None,
+            dry_run: bool = False) -> RepairResult:
+    """Prove ``detection.proposal`` on the files and commit it (one dataChange=false commit)."""
+    from deltalake import DeltaTable
     from deltalake.transaction import AddAction, RemoveAction
 
     from compactor.engines.parquet_stats import footer_stats
 
-    now = int(time.time() * 1000)
+    so = dict(storage_options or {}) or None
+    result = RepairResult(uri, "clean", window=detection.window(), version_before=detection.version,
+                          version_after=detection.version)
+    proposal, lineage = detection.proposal, detection.lineage
+    if proposal is None:
+        if detection.problems:
+            raise RepairError(f"{uri}: rows live twice and compactor will not repair them automatically: "
+                              f"{'; '.join(detection.problems)}", hint="restore the table to a version before the "
+                              "duplicate (RESTORE) or deduplicate by hand")
+        return result
+    dt = DeltaTable(uri, storage_options=so, version=detection.version)
+    _check(uri, storage_options, dt, lineage, proposal)
+    now_ms = int(clock.wall() * 1000)
+    copies = _must_copy(lineage, proposal, now_ms, retention_s(dict(dt.metadata().configuration)))
+    result.duplicates = detection.open
+    result.proposal = proposal
+    result.files_removed, result.files_restored, result.files_copied = (
+        len(proposal.remove), len(proposal.restore), len(copies))
+    result.rows_removed, result.rows_restored = _row_totals(lineage, proposal)
+    if dry_run:
+        result.status = "would_repair"
+        return result
+    if _touched_since(uri, storage_options, int(detection.version or 0), proposal) is not None:
+        raise StalePlanError(f"{uri}: the table changed where the repair works since it was proved",
+                             hint="re-run `compactor plan` (or `compactor repair`)")
     actions: list[Any] = []
-    for p in plan.remove:
-        add = analysis.last_add.get(p) or {}
-        actions.append(RemoveAction(p, False, now, int(add.get("size") or 0), dict(add.get("partitionValues") or {})))
-    for p in plan.restore:
-        last = analysis.last_add.get(p)
-        rem = analysis.last_remove.get(p) or {}
-        if last is not None:
-            size, pv, stats = int(last.get("size") or 0), last.get("partitionValues"), last.get("stats")
-        else:  # added before the window: size and partition values from its remove, stats from its footer
-            size, pv, stats = int(rem.get("size") or 0), rem.get("partitionValues"), None
-        if pv is None:
-            raise RepairError(f"cannot restore {p}: its partition values are not in the log window")
+    for p in proposal.remove:
+        add = lineage.last_add.get(p) or {}
+        actions.append(RemoveAction(p, False, now_ms, int(add.get("size") or 0), dict(_partition_values(lineage, p) or {})))
+    copy_of: dict[str, str] = {}
+    for p in proposal.restore:
+        last = lineage.last_add.get(p) or {}
+        stats = last.get("stats")
         if not isinstance(stats, str) or not stats:
             fs, fp = filesystem(join(uri, p), storage_options)
             _, stats = footer_stats(fp, fs)
-        if not size:
-            fs, fp = filesystem(join(uri, p), storage_options)
-            size = fs.get_file_info(fp).size
-        actions.append(AddAction(p, size, dict(pv), now, False, stats))
-    return actions
+        path, size = p, int(last.get("size") or (lineage.last_remove.get(p) or {}).get("size") or 0)
+        if p in copies:
+            path = _copy_name(p)
+            size = _copy(uri, p, path, storage_options)
+            copy_of[path] = p
+        actions.append(AddAction(path, size, dict(_partition_values(lineage, p) or {}), now_ms, False, stats))
+    meta = dict(commit_metadata or {})
+    marker = f"{meta.get(MARKER) or 'repair'}:repair:{uuid.uuid4().hex[:8]}"
+    cm = {**meta, MARKER: marker, REPAIR_OF: ",".join(map(str, proposal.anomalies)),
+          "compactor.repair_chain": ",".join(map(str, proposal.chain)),
+          **({REPAIR_COPIES: json.dumps(copy_of, sort_keys=True)} if copy_of else {})}
+    missing = [a.path for a in actions if isinstance(a, AddAction) and not _exists(uri, a.path, storage_options)]
+    if missing:
+        raise ApplyError(f"{uri}: {missing[0]}, which the repair adds, is not on storage; nothing was committed")
+    if fence is not None:
+        fence()
+    crash_point("delta.repair_before_commit")
+    dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
+                                partition_by=list(dt.metadata().partition_columns),
+                                commit_properties=commit_properties(cm))
+    own = find_commit(uri, storage_options, int(detection.version or 0), marker)
+    if own is None:
+        raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")
+    log.warning("%s: repaired rows live twice (versions %s) in version %d: %d file(s) removed, %d restored "
+                "(%d copied), %d duplicated row(s) gone", uri, list(proposal.anomalies), own.version,
+                len(proposal.remove), len(proposal.restore), len(copies), result.rows_deduplicated)
+    result.status = "repaired"
+    result.commits.append(own.version)
+    result.version_after = own.version
+    return result
 
 
 def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start: int | None = None,
            horizon: int = DEFAULT_HORIZON, commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
-           max_rounds: int = 4) -> RepairResult:
-    """Repair every open duplicate in the window: one dataChange=false commit per round, re-planned from
-    the log until a scan finds none (a concurrent writer can add one while we commit). Raises RepairError
-    for a duplicate that cannot be reverted, VerificationError when the rows do not add up."""
-    from deltalake import DeltaTable
+           fence: Callable[[], None] | None = None, expected: RepairProposal | None = None) -> RepairResult:
+    """Detect and repair the rows live twice in the window. ``expected``: the reviewed repair (a plan's
+    repair action): the one derived now must be the same, or nothing is committed (StalePlanError)."""
+    found = detect(uri, storage_options, start=start, horizon=horizon)
+    if expected is not None and not same_repair(found.proposal, expected):
+        raise StalePlanError(f"{uri}: the repair derived from the log now differs from the planned one (the table "
+                             "changed since planning)", hint="re-run `compactor plan`")
+    return execute(uri, storage_options, found, commit_metadata=commit_metadata, fence=fence, dry_run=dry_run)
 
-    so = dict(storage_options or {}) or None
-    result = RepairResult(uri, "clean")
-    meta = dict(commit_metadata or {})
-    for _ in range(max_rounds):
-        # the window first, from a handle without the file list: most tables have nothing to repair
-        v0 = DeltaTable(uri, storage_options=so, without_files=True).version()
-        commits = read_window(uri, storage_options, until=v0, start=start, horizon=horizon)
-        if start is None and commits:
-            start = commits[0].version  # later rounds look at the same window (plus what came since)
-        analysis = analyse(commits)
-        result.window = {"first_version": commits[0].version if commits else None, "last_version": v0}
-        if result.version_before is None:
-            result.version_before = v0
-        result.version_after = v0
-        if not analysis.open:
-            return result
-        dt = DeltaTable(uri, storage_options=so, version=v0)
-        unwritable = sorted(set(dt.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
-        if unwritable:
-            raise RepairError(f"{uri}: {len(analysis.open)} duplicate rewrite(s) found, but delta-rs cannot commit "
-                              f"the repair to a table with writer feature(s) {', '.join(unwritable)}",
-                              hint="restore the table to the version before the duplicate (RESTORE)")
-        live = _live_paths(dt)
-        plan = repair_plan(analysis, live)
-        rows = row_counts(uri, storage_options, analysis,
-                          {*plan.remove, *plan.restore, *(p for _, p in plan.consumed),
-                           *(p for d in analysis.open for p in d.files)}, footers=True)
-        found = [describe(d, rows) for d in analysis.open]
-        if plan.unrepairable:
-            raise RepairError(f"{uri}: {len(analysis.open)} duplicate rewrite(s) found that compactor will not "
-                              f"repair: {'; '.join(plan.unrepairable)}",
-                              hint="restore the table to the version before the duplicate (RESTORE) or "
-                                   "deduplicate by hand")
-        with_dv = [p for p in (*plan.remove, *plan.restore)
-                   if (analysis.last_add.get(p) or {}).get("deletionVector")
-                   or (analysis.last_remove.get(p) or {}).get("deletionVector")]
-        if with_dv:  # delta-rs' add/remove actions carry no deletion vector: the repair would revive rows
-            raise RepairError(f"{uri}: the repair would touch {len(with_dv)} file(s) with deletion vectors (e.g. "
-                              f"{with_dv[0]}), which delta-rs cannot commit faithfully",
-                              hint="restore the table to the version before the duplicate (RESTORE)")
-        missing = [p for p in plan.restore if not _exists(uri, p, storage_options)]
-        if missing:
-            raise RepairError(f"{uri}: {len(missing)} file(s) the repair must restore are gone from storage "
-                              f"(vacuumed?), e.g. {missing[0]}", hint="deduplicate the rows by hand")
-        removed_rows, restored_rows = _check_rows(plan, rows)
-        if dry_run:
-            result.status = "would_repair"
-            result.duplicates += found
-            result.files_removed, result.files_restored = len(plan.remove), len(plan.restore)
-            result.rows_removed, result.rows_restored = removed_rows, restored_rows
-            return result
-        if _touched_since(uri, storage_options, v0, plan) is not None:
-            continue  # planned on a stale view: plan again from the newer log
-        marker = f"{meta.get(MARKER) or 'repair'}:repair:{uuid.uuid4().hex[:8]}"
-        cm = {**meta, MARKER: marker, REPAIR_OF: ",".join(map(str, plan.duplicates)),
-              "compactor.repair_chain": ",".join(map(str, plan.chain))}
-        dt.create_write_transaction(_actions(uri, storage_options, analysis, plan), mode="append",
-                                    schema=dt.schema(), partition_by=list(dt.metadata().partition_columns),
-                                    commit_properties=commit_properties(cm))
-        own = find_commit(uri, storage_options, v0, marker)
-        if own is None:
-            raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")
-        log.warning("%s: repaired %d duplicate rewrite(s) (versions %s) in version %d: %d file(s) removed, %d "
-                    "restored, %d duplicated row(s) gone", uri, len(found), list(plan.duplicates), own.version,
-                    len(plan.remove), len(plan.restore), removed_rows - restored_rows)
-        result.status = "repaired"
-        result.duplicates += found
-        result.commits.append(own.version)
-        result.files_removed += len(plan.remove)
-        result.files_restored += len(plan.restore)
-        result.rows_removed += removed_rows
-        result.rows_restored += restored_rows
-    raise ApplyError(f"{uri}: duplicates were still found after {max_rounds} repair rounds (another writer keeps "
-                     "rewriting the same files?)", hint="stop the other compaction job and run `compactor repair`")
+
+def same_repair(a: RepairProposal | None, b: RepairProposal | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.anomalies, set(a.remove), set(a.restore)) == (b.anomalies, set(b.remove), set(b.restore))
 
 
 def removals_after(uri: str, storage_options: Mapping[str, str] | None,

@@ -51,6 +51,7 @@ from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.models.state import TableState
 from compactor.planning.actions import (
     Action,
+    RepairAction,
     RewriteAction,
     SetPropertiesAction,
     SortAction,
@@ -89,6 +90,10 @@ def handle(ctx: ActionContext) -> Any:
 
 
 def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
+    if isinstance(action, RepairAction):
+        from compactor.formats.delta.repair_action import run_repair
+
+        return run_repair(action, ctx)
     if isinstance(action, VacuumAction):
         return _vacuum(action, ctx)
     if isinstance(action, SetPropertiesAction):
@@ -458,7 +463,7 @@ def _after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[Re
     read_version = int(outcome.version_before or 0)
     overlap = guard.overlapping_removes(uri, so, read_version, own.version, [r.path for r in removed])
     if overlap:
-        repair = guard.undo_commit(dt, uri, so, own, removed, overlap, ctx.commit_metadata)
+        repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata, ctx.fence)
         outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair.version,
                                        "conflicting_versions": sorted(set(overlap.values()))}
         outcome.version_after = repair.version
