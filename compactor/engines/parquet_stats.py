@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -13,6 +14,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 MAX_STRING_STAT = 32  # Delta truncates string stats too (dataSkippingStringPrefixLength)
+_RAW = "\u0000exact:"
+_RAW_RE = re.compile(r'"\\u0000exact:([-+0-9.eE]+)"')
+
+
+class _ExactNumber(str):
+    """A number written into the stats JSON as its exact decimal digits (not through float)."""
+
+    def __new__(cls, value: decimal.Decimal) -> _ExactNumber:
+        return super().__new__(cls, _RAW + str(value))
+
+
+def stats_json(stats: Mapping[str, Any]) -> str:
+    """json.dumps, with _ExactNumber values written as bare JSON numbers."""
+    return _RAW_RE.sub(lambda m: m.group(1), json.dumps(stats))
 
 
 def _json_value(value: Any, typ: pa.DataType, upper: bool = False) -> Any:
@@ -32,7 +47,9 @@ def _json_value(value: Any, typ: pa.DataType, upper: bool = False) -> Any:
     if pa.types.is_date(typ):
         return value.isoformat() if isinstance(value, dt.date) else None
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        # exactly as delta-spark writes it: a JSON number with every digit (float() would round
+        # 1.000000000000000001 to 1.0, below the real max: readers would skip a matching file)
+        return _ExactNumber(value) if value.is_finite() else None
     if isinstance(value, bytes):
         return None
     if isinstance(value, float) and value != value:  # NaN has no order
@@ -84,7 +101,7 @@ def footer_stats(path: str, filesystem: Any = None) -> tuple[int, str]:
         if not exact:
             continue
         jl, jh = _json_value(lo, field.type), _json_value(hi, field.type, upper=True)
-        if isinstance(jl, str) and pa.types.is_string(field.type):
+        if isinstance(jl, str) and not isinstance(jl, _ExactNumber) and pa.types.is_string(field.type):
             if len(jl) > MAX_STRING_STAT:
                 jl = jl[:MAX_STRING_STAT]
             if len(jh) > MAX_STRING_STAT:
@@ -92,7 +109,7 @@ def footer_stats(path: str, filesystem: Any = None) -> tuple[int, str]:
         if jl is not None and jh is not None:
             mins[field.name], maxs[field.name] = jl, jh
     stats = {"numRecords": md.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    return md.num_rows, json.dumps(stats)
+    return md.num_rows, stats_json(stats)
 
 
 def check_written_schema(path: str, expected: pa.Schema, filesystem: Any = None) -> None:
