@@ -7,13 +7,15 @@ storage (table root + path) and is what commits must be given.
 
 Partition values are held as the Delta protocol serialises them (strings; null for null): ints and
 decimals in plain decimal form, booleans ``true``/``false``, dates ``YYYY-MM-DD``, timestamps as
-ISO 8601 in UTC with a ``Z``, timestamp_ntz as ``YYYY-MM-DD HH:MM:SS.ffffff``. Per the protocol an empty
+ISO 8601 in UTC with a ``Z``, timestamp_ntz as ``YYYY-MM-DD HH:MM:SS.ffffff``, floats as the writer
+spelled them in the file's folder (``NaN``, ``100000000000000000000``), else as Spark parses them back. Per the protocol an empty
 string partition value IS null, and delta-rs reports both as null: they are one partition.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -103,6 +105,41 @@ def _plain(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pa.concat_arrays(plain) if len(plain) > 1 else plain[0]
 
 
+def _float_text(v: float | None) -> str | None:
+    """A float as Spark and delta-rs parse it back to the same value ("NaN", not Python's "nan")."""
+    if v is None:
+        return None
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return repr(v)
+
+
+def spelled_as_logged(paths: pa.Array, column: str, typed: pa.Array, serialized: pa.Array) -> pa.Array:
+    """Float partition values as the writer spelled them where the file's folder says it (``x=NaN``,
+    ``x=100000000000000000000``): any spelling that parses to the same value is correct, but copying the
+    writer's keeps compactor's add actions identical to the writer's."""
+    if not pa.types.is_floating(typed.type):
+        return serialized
+    prefix = f"{column}="
+    out = serialized.to_pylist()
+    for i, (path, value) in enumerate(zip(paths.to_pylist(), typed.to_pylist())):
+        if value is None:
+            continue
+        for seg in path.split("/")[:-1]:
+            if seg.startswith(prefix):
+                raw = unquote(seg[len(prefix):])
+                try:
+                    parsed = float(raw)
+                except ValueError:
+                    break
+                if parsed == value or (math.isnan(parsed) and math.isnan(value)):
+                    out[i] = raw
+                break
+    return pa.array(out, pa.string())
+
+
 def serialize_partition_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Typed partition values -> the Delta protocol's string form (module docstring); null stays null."""
     arr = _plain(column)
@@ -110,9 +147,11 @@ def serialize_partition_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr.cast(pa.string())
     if pa.types.is_timestamp(t):
-        if t.tz is not None:
+        if t.tz is not None:  # Arrow's %S keeps the fraction of microsecond timestamps
             return pc.strftime(arr.cast(pa.timestamp("us", tz="UTC")), "%Y-%m-%dT%H:%M:%SZ")
         return pc.strftime(arr.cast(pa.timestamp("us")), "%Y-%m-%d %H:%M:%S")
+    if pa.types.is_floating(t):
+        return pa.array([_float_text(v) for v in arr.to_pylist()], pa.string())
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.string())
     return pc.cast(arr, pa.string())
@@ -157,7 +196,11 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         }
         for c in parts:
             name = f"partition.{c}"
-            cols[name] = serialize_partition_values(col(name)) if name in names else pa.nulls(n, pa.string())
+            if name in names:
+                typed = _plain(col(name))
+                cols[name] = spelled_as_logged(paths, c, typed, serialize_partition_values(typed))
+            else:
+                cols[name] = pa.nulls(n, pa.string())
         files = pa.table(cols)
     except TableReadError:
         raise

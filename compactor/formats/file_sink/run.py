@@ -137,7 +137,8 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
                            sink.location(staging)))
     try:
         _write_journal(sink, journal)
-        schema = pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}])
+        schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}]),
+                           {i for j in jobs for i in j.inputs}, ctx)
         written = _engine(ctx).rewrite(jobs, schema)
         for job, w in zip(jobs, written):
             if w.rows != w.rows_in:
@@ -161,6 +162,24 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
 
 def _join(folder: str, name: str) -> str:
     return f"{folder}/{name}" if folder else name
+
+
+def _instants(schema: pa.Schema, inputs: set[str], ctx: ActionContext) -> pa.Schema:
+    """Spark writes timestamps as INT96 by default: UTC instants (Spark's TIMESTAMP, read in the session
+    time zone). pyarrow reads them as timezone-less; written back that way they would be read as
+    TIMESTAMP_NTZ (wall-clock values). Their columns are written as UTC-adjusted microseconds instead:
+    the same instants, the type Spark reads as TIMESTAMP."""
+    int96: set[str] = set()
+    for location in inputs:
+        fs, path = filesystem(location, ctx.storage_options)
+        md = pq.ParquetFile(path, filesystem=fs).metadata
+        int96 |= {md.schema.column(i).path for i in range(md.num_columns)
+                  if md.schema.column(i).physical_type == "INT96"}
+    if not int96:
+        return schema
+    fields = [f.with_type(pa.timestamp("us", tz="UTC")) if f.name in int96 and pa.types.is_timestamp(f.type) else f
+              for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def _read_schema(location: str, ctx: ActionContext) -> pa.Schema:
