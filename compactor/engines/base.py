@@ -21,6 +21,8 @@ class BinJob:
     staging: str
     #: sort the rows of this bin by these columns (strategy sort)
     sort_by: tuple[str, ...] = ()
+    #: the table's partition columns: some writers also store them in data files, where they are dropped
+    partition_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

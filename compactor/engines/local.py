@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob, WrittenFile, reporting
+from compactor.engines.footer_check import column_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
-from compactor.errors import ApplyError
+from compactor.errors import ApplyError, VerificationError
 from compactor.runtime.paths import filesystem, is_remote
 
 #: a row group is written when this many rows or bytes (in memory) are buffered
@@ -32,8 +33,18 @@ ROW_GROUP_BYTES = 128 << 20
 READ_AHEAD = 8
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` with exactly ``schema``'s columns: missing ones null, others cast, extra ones dropped."""
+def conform(table: pa.Table, schema: pa.Schema, droppable: tuple[str, ...] = ()) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: missing ones null (a file written before the column
+    was added), others cast, ``droppable`` ones (partition columns a writer also stored) dropped. A file
+    that lacks a column of the schema and holds one the schema does not know is refused: that is a
+    rename the file predates, and filling the new name with nulls would lose the values."""
+    names = set(schema.names)
+    unknown = [n for n in table.column_names if n not in names and n not in droppable]
+    if unknown:
+        missing = [n for n in schema.names if n not in table.column_names]
+        raise VerificationError(f"the file holds column(s) {', '.join(unknown)} the table's schema does not have"
+                                + (f" and lacks {', '.join(missing)}" if missing else "")
+                                + ": rewriting it would drop values; nothing was committed")
     cols = []
     for field in schema:
         i = table.schema.get_field_index(field.name)
@@ -70,8 +81,8 @@ class LocalEngine:
             with ThreadPoolExecutor(max_workers=min(self.threads, len(jobs)), thread_name_prefix="bin") as bins:
                 return list(bins.map(one, jobs))
 
-    def _read(self, location: str, schema: pa.Schema) -> tuple[int, pa.Table]:
-        """(rows in the footer, the file's rows conformed to ``schema``)."""
+    def _read(self, location: str, schema: pa.Schema, droppable: tuple[str, ...] = ()) -> tuple[int, pa.Table, Any]:
+        """(rows in the footer, the file's rows conformed to ``schema``, (footer, file schema))."""
         try:
             if is_remote(location):
                 from compactor.runtime.storage import locate
@@ -81,23 +92,25 @@ class LocalEngine:
             else:
                 fs, path = filesystem(location, self.storage_options)
                 pf = pq.ParquetFile(path, filesystem=fs)
-            return pf.metadata.num_rows, conform(pf.read(use_threads=False), schema)
+            return (pf.metadata.num_rows, conform(pf.read(use_threads=False), schema, droppable),
+                    (pf.metadata, pf.schema_arrow))
         except (OSError, pa.ArrowException) as e:
             raise ApplyError(f"cannot read {location}: {str(e).splitlines()[0]}") from None
 
-    def _inputs(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor) -> Iterator[tuple[int, pa.Table]]:
+    def _inputs(self, job: BinJob, schema: pa.Schema,
+                readers: ThreadPoolExecutor) -> Iterator[tuple[int, pa.Table, Any]]:
         """The bin's files in order, read up to READ_AHEAD files ahead."""
-        pending: deque[Future[tuple[int, pa.Table]]] = deque()
+        pending: deque[Future[tuple[int, pa.Table, Any]]] = deque()
         todo = iter(job.inputs)
         for location in todo:
-            pending.append(readers.submit(self._read, location, schema))
+            pending.append(readers.submit(self._read, location, schema, job.partition_columns))
             if len(pending) >= READ_AHEAD:
                 break
         while pending:
             done = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(readers.submit(self._read, nxt, schema))
+                pending.append(readers.submit(self._read, nxt, schema, job.partition_columns))
             yield done
 
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor) -> WrittenFile:
@@ -106,10 +119,12 @@ class LocalEngine:
         buffered: list[pa.Table] = []
         buffered_rows = buffered_bytes = 0
         tables: list[pa.Table] = []  # sort: the whole bin (z-order and sort rewrite whole partitions)
+        footers: list[Any] = []
         writer: Any = None if job.sort_by else pq.ParquetWriter(out, schema, filesystem=fs, **WRITE_OPTIONS)
         try:
-            for footer_rows, table in self._inputs(job, schema, readers):
+            for footer_rows, table, footer in self._inputs(job, schema, readers):
                 rows_in += footer_rows
+                footers.append(footer)
                 if job.sort_by:
                     tables.append(table)
                     continue
@@ -128,6 +143,12 @@ class LocalEngine:
             if writer is not None:
                 writer.close()
         check_written_schema(out, schema, fs)
+        written = pq.ParquetFile(out, filesystem=fs)
+        kept = [(md, pa.schema([f for f in sch if f.name not in job.partition_columns])) for md, sch in footers]
+        problem = column_problem(kept, written.metadata, written.schema_arrow)
+        if problem:
+            raise VerificationError(f"the rewrite of {len(job.inputs)} file(s) into {job.output}: {problem}; nothing "
+                                    "was committed")
         rows, stats = footer_stats(out, fs)
         return WrittenFile(job.output, fs.get_file_info(out).size, rows, rows_in, stats)
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError
 from compactor.formats.delta.log import Commit, commits_after
+from compactor.runtime.faults import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,39 @@ def removed_since(uri: str, storage_options: Mapping[str, str] | None, version: 
     return found
 
 
+def table_changed_since(uri: str, storage_options: Mapping[str, str] | None, version: int) -> int | None:
+    """The first commit after ``version`` with a metaData or protocol action (schema, properties, column
+    mapping, features), or None. Files planned and rewritten against the table as it was at ``version``
+    must not be committed into another schema (finding 2 of issue 18: a rename under column mapping
+    between two commit groups had the next group's rewrite fill the renamed column with nulls)."""
+    for c in commits_after(uri, version, storage_options):
+        if c.changes_table:
+            return c.version
+    return None
+
+
+def refuse_if_table_changed(uri: str, storage_options: Mapping[str, str] | None, version: int) -> None:
+    changed = table_changed_since(uri, storage_options, version)
+    if changed is not None:
+        raise StalePlanError(f"version {changed} changed the table's schema, properties or protocol since version "
+                             f"{version}, which the plan was made for; nothing of this group was written or "
+                             "committed", hint="re-plan")
+
+
+def missing_outputs(uri: str, storage_options: Mapping[str, str] | None, paths: Sequence[str]) -> list[str]:
+    """The files among ``paths`` that are not on storage (a commit must never reference a missing file)."""
+    import pyarrow.fs as pafs
+
+    from compactor.runtime.paths import filesystem, join
+
+    out = []
+    for p in paths:
+        fs, fp = filesystem(join(uri, p), storage_options)
+        if fs.get_file_info(fp).type != pafs.FileType.File:
+            out.append(p)
+    return out
+
+
 def find_commit(uri: str, storage_options: Mapping[str, str] | None, after_version: int, marker: str,
                 timeout_s: float = 5.0) -> Commit | None:
     """The commit after ``after_version`` whose metadata carries ``marker`` (None if none within timeout)."""
@@ -87,9 +121,12 @@ def find_commit(uri: str, storage_options: Mapping[str, str] | None, after_versi
 
 
 def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None, *, read_version: int,
-                removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str]) -> Commit:
-    """One dataChange=false commit: add ``added``, remove ``removed`` (re-checked right before). ``table``
-    is a DeltaTable handle of the table (at ``read_version`` or later). Returns the commit as written."""
+                removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
+                fence: Callable[[], None] | None = None) -> Commit:
+    """One dataChange=false commit: add ``added``, remove ``removed``. ``table`` is a DeltaTable handle of
+    the table (at ``read_version`` or later). Right before it, in this order (docs/safety.md): no input
+    removed since ``read_version``, no metaData or protocol change since, every added file on storage,
+    the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
 
     gone = removed_since(uri, storage_options, read_version, [r.path for r in removed])
@@ -97,6 +134,14 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
         p, v = next(iter(gone.items()))
         raise StalePlanError(f"{len(gone)} input file(s) were removed by a concurrent commit (e.g. {p} in "
                              f"version {v}); nothing was committed", hint="re-plan")
+    refuse_if_table_changed(uri, storage_options, read_version)
+    missing = missing_outputs(uri, storage_options, [f.path for f in added])
+    if missing:
+        raise ApplyError(f"{len(missing)} file(s) this commit would add are not on storage (e.g. {missing[0]}); "
+                         "nothing was committed")
+    if fence is not None:
+        fence()
+    crash_point("delta.before_commit")
     now = int(time.time() * 1000)
     actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
     actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
@@ -107,4 +152,5 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
     if own is None:
         raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "
                          f"after version {read_version}")
+    crash_point("delta.after_commit")
     return own

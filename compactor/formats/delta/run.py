@@ -44,6 +44,7 @@ from compactor.formats.delta.commit import (
     commit_swap,
     find_commit,
     new_file_name,
+    refuse_if_table_changed,
     removed_since,
 )
 from compactor.formats.delta.log import Commit, commits_after
@@ -180,7 +181,8 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
         folder = posixpath.dirname(b[0])
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
-        jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by))
+        jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by,
+                           tuple(action.partition)))
         outputs.append(out)
         staging.append(stage)
     return jobs, outputs, staging
@@ -354,6 +356,11 @@ def _rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     inputs = [planned_inputs(state, a, ctx.cache) for a in rewrites]
     for i in inputs:
         _refuse_unrewritable(ctx, i)
+    try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
+        refuse_if_table_changed(uri, so, read_version)
+    except StalePlanError:
+        discard_prepared(ctx.cache)
+        raise
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     marker = ctx.commit_metadata[MARKER]
@@ -374,7 +381,8 @@ def _rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         _drop_outputs(uri, so, [f for k, f in enumerate(files) if k in stale])
         keep = [f for k, f in enumerate(files) if k not in stale]
         own = commit_swap(dt, uri, so, read_version=read_version, removed=[r for f in keep for r in f[0]],
-                          added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata)
+                          added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
+                          fence=ctx.fence)
     except _GroupNotCommitted as e:
         _end(prepared, uri, so, read_version, marker, e)
         return list(e.members)

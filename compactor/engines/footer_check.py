@@ -1,0 +1,82 @@
+"""Per-column verification of a rewrite from parquet footers (issue 18, finding 2): the output must hold
+every column of its inputs with the same null count, and, for types whose footer statistics are exact
+(integers, decimals, dates, booleans), the same min and max. Row counts alone let a rewrite that filled a
+column with nulls, or dropped one, pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+@dataclass
+class ColumnSummary:
+    nulls: int = 0
+    lo: Any = None
+    hi: Any = None
+    #: every row group had statistics with min and max (or only nulls)
+    exact: bool = True
+
+
+def _ordered(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_boolean(t)
+
+
+def summarize(md: pq.FileMetaData, schema: pa.Schema) -> dict[str, ColumnSummary]:
+    """Top-level primitive columns of one file, combined over its row groups."""
+    index = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    out: dict[str, ColumnSummary] = {}
+    for field in schema:
+        j = index.get(field.name)
+        if j is None or pa.types.is_nested(field.type):
+            continue
+        s = ColumnSummary()
+        for rg in range(md.num_row_groups):
+            st = md.row_group(rg).column(j).statistics
+            if st is None or not st.has_null_count:
+                s.exact = False
+                continue
+            s.nulls += st.null_count
+            if st.has_min_max:
+                s.lo = st.min if s.lo is None or st.min < s.lo else s.lo
+                s.hi = st.max if s.hi is None or st.max > s.hi else s.hi
+            elif st.null_count != md.row_group(rg).num_rows:
+                s.exact = False
+        out[field.name] = s
+    return out
+
+
+def column_problem(inputs: Sequence[tuple[pq.FileMetaData, pa.Schema]], output: pq.FileMetaData,
+                   output_schema: pa.Schema) -> str | None:
+    """Why the output does not hold its inputs' columns as they were, or None."""
+    got = summarize(output, output_schema)
+    expected: dict[str, ColumnSummary] = {f.name: ColumnSummary() for f in output_schema if f.name in got}
+    for md, schema in inputs:
+        have = summarize(md, schema)
+        for name in set(have) - set(got):
+            if have[name].nulls < md.num_rows:
+                return f"column {name} of an input holds values but the output has no such column"
+        for name, e in expected.items():
+            h = have.get(name)
+            if h is None:  # the file predates the column (schema evolution): its rows are null in it
+                e.nulls += md.num_rows
+                continue
+            e.nulls += h.nulls
+            e.exact &= h.exact
+            if h.lo is not None:
+                e.lo = h.lo if e.lo is None or h.lo < e.lo else e.lo
+                e.hi = h.hi if e.hi is None or h.hi > e.hi else e.hi
+    for name, e in expected.items():
+        g = got[name]
+        if not (e.exact and g.exact):
+            continue
+        if g.nulls != e.nulls:
+            return f"column {name}: {g.nulls} null(s) written, the inputs hold {e.nulls}"
+        typ = output_schema.field(name).type
+        if _ordered(typ) and (g.lo, g.hi) != (e.lo, e.hi):
+            return f"column {name}: min/max {g.lo!r}/{g.hi!r} written, the inputs hold {e.lo!r}/{e.hi!r}"
+    return None
