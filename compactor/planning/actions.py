@@ -40,7 +40,10 @@ class Precondition:
     def check(self, live: Collection[str], paths: Collection[str]) -> None:
         """Raise PlanError when ``paths`` are not the files this precondition was planned with, and
         StalePlanError when one of them is no longer in ``live``."""
-        if self.digest and digest_paths(paths) != self.digest:
+        if not self.digest:
+            raise PlanError("the action has no precondition digest: the plan was edited after `compactor plan` "
+                            "wrote it", hint="re-run `compactor plan`")
+        if digest_paths(paths) != self.digest:
             raise PlanError("the action's files do not match its precondition digest: the plan was edited "
                             "after `compactor plan` wrote it", hint="re-run `compactor plan`")
         gone = [p for p in paths if p not in live]
@@ -182,6 +185,16 @@ class SinkDeleteReplacedAction(Action, SinkGuards):
     type: ClassVar[str] = "sink_delete_replaced"
     files: tuple[str, ...] = ()
 
+    @property
+    def input_paths(self) -> tuple[str, ...]:
+        return self.files
+
+    def check(self, live: Collection[str]) -> None:
+        """The digest covers ``files`` (replaced files: not live, by design)."""
+        if digest_paths(self.files) != self.precondition.digest:
+            raise PlanError("the files to delete do not match the action's precondition digest: the plan was "
+                            "edited after `compactor plan` wrote it", hint="re-run `compactor plan`")
+
 
 @dataclass(frozen=True, kw_only=True)
 class RepairAction(Action):
@@ -210,7 +223,7 @@ class RepairAction(Action):
 
     def check(self, live: Collection[str]) -> None:
         """The digest covers remove then restore; what it removes must be live, what it restores not."""
-        if self.precondition.digest and digest_paths(self.input_paths) != self.precondition.digest:
+        if digest_paths(self.input_paths) != self.precondition.digest:
             raise PlanError("the repair's files do not match its precondition digest: the plan was edited "
                             "after `compactor plan` wrote it", hint="re-run `compactor plan`")
         gone = [p for p in self.remove if p not in live]

@@ -13,10 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compactor.planning.actions import (
+    ACTION_TYPES,
     Action,
+    RepairAction,
     RewriteAction,
     SetPropertiesAction,
     SinkGuards,
+    SinkPruneAction,
     SortAction,
     VacuumAction,
     ZOrderAction,
@@ -26,6 +29,8 @@ from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.retention import declared_properties, vacuum_retention_hours
 from compactor.policy.model import Sink, TablePolicy
 
+#: every action type has its checks here (a new type must add them: an unknown one is refused)
+_KNOWN = frozenset(ACTION_TYPES.values())
 _STRATEGY = {"compact": "bin_pack", "sink_compact": "bin_pack", "z_order": "z_order", "sort": "sort"}
 
 
@@ -49,11 +54,49 @@ def plan_problems(plan: Plan, project_name: str, policies: Sequence[TablePolicy]
             problems.append(f"table '{t.name}' was planned for the {t.engine} engine, the target uses {engine}")
         for i, a in enumerate(t.actions):
             problems += [f"table '{t.name}' action {i} ({a.type}): {p}" for p in action_problems(a, policy, t)]
+        problems += [f"table '{t.name}': {p}" for p in shared_files(t.actions)]
     return problems
+
+
+def shared_files(actions: Sequence[Action]) -> list[str]:
+    """Files named by two actions of one table (each action checks its own): splitting one action into
+    two that share a file would rewrite that file's rows twice in one commit."""
+    seen: dict[str, int] = {}
+    out = []
+    for i, a in enumerate(actions):
+        for p in set(a.input_paths):
+            if p in seen:
+                out.append(f"{p} is in action {seen[p]} and action {i}: a file may be in one action only")
+            seen.setdefault(p, i)
+    return out
+
+
+#: folders no action may ever name a file in: the table's log, the sink's log, compactor's own state
+_RESERVED = ("_delta_log", "_spark_metadata", "_compactor")
+
+
+def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
+    """Why ``path`` may not be a file an action rewrites or deletes, or None. Lexical: the formats also
+    resolve it on storage (a symlink out of the table is caught there)."""
+    if "\\" in path or "\x00" in path:
+        return f"{path!r} is not a plain path"
+    rel = path
+    if "://" in path or path.startswith("/"):
+        if not absolute_ok:
+            return f"{path} is absolute: the plan names a table's files relative to the table"
+        rel = path.split("://", 1)[1] if "://" in path else path
+    parts = rel.split("/")
+    if any(p in (".", "..") for p in parts) or (not absolute_ok and "" in parts):
+        return f"{path} is not a normalised path"
+    if any(p.startswith(_RESERVED) for p in parts):
+        return f"{path} lies in the table's log or in compactor's state, which no action may touch"
+    return None
 
 
 def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[str]:
     out = _shape_problems(a)
+    sink = table.format == "spark_file_sink"
+    out += sorted({x for p in a.input_paths if (x := path_problem(p, absolute_ok=sink)) is not None})
     if isinstance(a, RewriteAction):
         out += _rewrite_problems(a, policy)
     elif isinstance(a, VacuumAction):
@@ -70,6 +113,17 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
                 out.append(f"property {k}={v!r} is not what the policy declares ({declared.get(k)!r})")
     if isinstance(a, SinkGuards):
         out += _guard_problems(a, policy.sink or Sink())
+    if isinstance(a, SinkPruneAction):
+        s = policy.sink or Sink()
+        if not (s.prune and s.retention):
+            out.append("the policy does not enable manifest pruning (sink.prune with sink.retention)")
+        elif a.retention != s.retention or a.delete_files != s.prune_delete_files:
+            out.append(f"retention {a.retention} / delete_files {a.delete_files} is not the policy's "
+                       f"{s.retention} / {s.prune_delete_files}")
+    if isinstance(a, RepairAction) and table.format != "delta":
+        out.append("repairs are for Delta tables")
+    if type(a) not in _KNOWN:
+        out.append(f"apply does not know how to check a {a.type} action")
     if set(a.partition) - set(table.partition_columns):
         out.append(f"partition {dict(a.partition)} names columns that are not the table's partition columns")
     return out
@@ -78,7 +132,9 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
 def _shape_problems(a: Action) -> list[str]:
     paths = a.input_paths
     out = []
-    if a.precondition.digest and digest_paths(paths) != a.precondition.digest:
+    if not a.precondition.digest:
+        out.append("it has no precondition digest")
+    elif digest_paths(paths) != a.precondition.digest:
         out.append("its files do not match its precondition digest (bins were edited)")
     if a.bins and any(not b for b in a.bins):
         out.append("a bin is empty")

@@ -70,7 +70,7 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
             current[key] = state.properties.get(key)
     if changes and retention.manage_properties:
         actions.append(SetPropertiesAction(
-            precondition=Precondition(state.version), properties=changes, current=current,
+            precondition=Precondition.of(state.version, ()), properties=changes, current=current,
             reason="table properties drift from the declared retention",
         ))
     elif not changes:
@@ -79,7 +79,7 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
     if retention.vacuum.enabled:
         hours = vacuum_retention_hours(retention)
         actions.append(VacuumAction(
-            precondition=Precondition(state.version), retention_hours=hours,
+            precondition=Precondition.of(state.version, ()), retention_hours=hours,
             dry_run_first=retention.vacuum.dry_run_first, files_to_delete=state.vacuum_candidates,
             input_files=state.vacuum_candidates or 0,
             reason=f"delete files removed from the log more than {hours}h ago"

@@ -89,6 +89,9 @@ def load_plan(path: Path) -> Plan:
     except RecursionError:
         raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     written = data.get("digest") if isinstance(data, dict) else None
+    if isinstance(data, dict) and not written:
+        raise PlanError(f"plan file {path} has no digest: compactor writes one into every plan, so it was edited",
+                        hint="re-run `compactor plan` and review the new plan")
     try:
         actual = plan_digest(data) if written is not None else None
     except (TypeError, AttributeError, ValueError, RecursionError):  # not shaped like a plan: the schema says how

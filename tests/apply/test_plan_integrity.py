@@ -90,7 +90,54 @@ def _negative_size(doc: dict) -> dict:
     return _resign(doc)
 
 
+def _digest_removed(doc: dict) -> dict:
+    doc.pop("digest")
+    return doc
+
+
+def _empty_precondition_digest(doc: dict) -> dict:
+    _compact(doc)["precondition"]["digest"] = ""
+    return _resign(doc)
+
+
+def _split_sharing_a_file(doc: dict) -> dict:
+    """finding 5: one action split into two that share a file, the plan digest recomputed (a plain sha256)."""
+    a = _compact(doc)
+    b = json.loads(json.dumps(a))
+    from compactor.planning.actions import digest_paths
+
+    b["bins"] = [a["bins"][0][:2]]
+    b["input_files"] = 2
+    b["expected_output_files"] = 1
+    b["precondition"]["digest"] = digest_paths(b["bins"][0])
+    doc["tables"][0]["actions"].insert(0, b)
+    return _resign(doc)
+
+
+def _log_file_as_input(doc: dict) -> dict:
+    a = _compact(doc)
+    a["bins"][0][0] = "_delta_log/00000000000000000000.json"
+    from compactor.planning.actions import digest_paths
+
+    a["precondition"]["digest"] = digest_paths([p for b in a["bins"] for p in b])
+    return _resign(doc)
+
+
+def _outside_the_table(doc: dict) -> dict:
+    a = _compact(doc)
+    a["bins"][0][0] = "date=2024-01-01/../../outside.parquet"
+    from compactor.planning.actions import digest_paths
+
+    a["precondition"]["digest"] = digest_paths([p for b in a["bins"] for p in b])
+    return _resign(doc)
+
+
 TAMPERINGS: dict[str, tuple[Callable[[dict], dict], str]] = {
+    "finding_5_digest_removed": (_digest_removed, "has no digest"),
+    "finding_5_empty_precondition_digest": (_empty_precondition_digest, "no precondition digest"),
+    "finding_5_split_action_sharing_a_file": (_split_sharing_a_file, "a file may be in one action only"),
+    "log_file_as_input": (_log_file_as_input, "no action may touch"),
+    "outside_the_table": (_outside_the_table, "not a normalised path"),
     "edited_partition": (_edit_partition, "modified after `compactor plan`"),
     "cut_down_bins": (_cut_bins, "precondition digest"),
     "other_project": (_other_project, "someone-elses-lake"),

@@ -143,11 +143,20 @@ def planned_inputs(state: TableState, action: Action, cache: dict[str, Any] | No
     rows = f.take(pa.array([index[1][p] for p in action.input_paths if p in index[1]], pa.int64()))
     cols = [f"partition.{c}" for c in state.partition_columns]
     out: dict[str, RemovedFile] = {}
+    # a bin-pack compaction rewrites only small files (and files with deleted rows): apply accepts no
+    # input the planner would not have chosen from the table as it is now
+    small_below = action.min_file_size if isinstance(action, RewriteAction) and \
+        type(action).strategy == "bin_pack" else None
+    forced = set(state.extra.get("deleted_rows") or ())
     for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
         pv = {c: r[f"partition.{c}"] for c in state.partition_columns}
         if pv != dict(action.partition):
             raise PlanError(f"planned file {r['path']} is in partition {pv}, not in the action's partition "
                             f"{dict(action.partition)}: the plan was edited", hint="re-run `compactor plan`")
+        if small_below is not None and int(r["size_bytes"]) >= small_below and r["path"] not in forced:
+            raise PlanError(f"planned file {r['path']} ({r['size_bytes']} bytes) is not below min_file_size "
+                            f"{small_below}: compactor would not compact it; the plan was edited",
+                            hint="re-run `compactor plan`")
         out[r["path"]] = RemovedFile(r["path"], int(r["size_bytes"]), pv, r["num_records"])
     return out
 

@@ -69,7 +69,7 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
     deletions = _due_deletions(state, sink, now)
     if deletions:
         actions.append(SinkDeleteReplacedAction(
-            input_files=len(deletions), precondition=Precondition(state.version), files=tuple(deletions), **guards,
+            input_files=len(deletions), precondition=Precondition.of(state.version, deletions), files=tuple(deletions), **guards,
             reason=f"delete {len(deletions)} replaced file(s) past the {sink.grace_period}s grace period"))
     guard = writer_guard(sink, state, now) or readers_guard(sink)
     if guard:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob
-from compactor.errors import ApplyError, SinkGuardError, StalePlanError, VerificationError
+from compactor.errors import ApplyError, PlanError, SinkGuardError, StalePlanError, VerificationError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.log import list_log
@@ -275,6 +275,12 @@ def _add_to_ledger(sink: SinkRoot, files: list[str]) -> None:
 def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: ActionContext) -> ActionOutcome:
     referenced = {sink.location(r) for r in _referenced(sink, lambda mlog: mlog.files)}
     due = set(action.files)
+    # only files compactor itself replaced (its ledger), inside the sink once resolved, never a log file
+    recorded = {e["file"] for e in read_ledger(sink)}
+    refused = sorted(f for f in due if f not in recorded or not _inside_data(sink, f))
+    if refused:
+        raise PlanError(f"{len(refused)} file(s) to delete are not files compactor replaced in this sink (e.g. "
+                        f"{refused[0]}): the plan was edited; nothing was deleted", hint="re-run `compactor plan`")
     deleted, kept = [], []
     for f in sorted(due):
         rel = sink.rel_of_location(f)
@@ -288,6 +294,22 @@ def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: Acti
         entries = [e for e in read_ledger(sink) if e["file"] not in gone]
         sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())
     return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})
+
+
+def _inside_data(sink: SinkRoot, location: str) -> bool:
+    """``location`` is a data file of the sink: inside its root once resolved (symlinks, ``..``), not in
+    ``_spark_metadata`` or any other ``_`` folder."""
+    import os
+
+    from compactor.planning.integrity import path_problem
+
+    rel = sink.rel_of_location(location)
+    if rel is None or path_problem(rel) is not None or any(p.startswith("_") for p in rel.split("/")[:-1]):
+        return False
+    if sink.remote or sink.path is None:
+        return True
+    root = os.path.realpath(sink.path)
+    return os.path.realpath(os.path.join(root, rel)).startswith(root + os.sep)
 
 
 def _prune(sink: SinkRoot, action: SinkPruneAction, state: Any) -> ActionOutcome:
