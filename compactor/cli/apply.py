@@ -14,6 +14,7 @@ from compactor.cli.common import (
     debug_option,
     fail_on_empty_option,
     handle_errors,
+    plan_key,
     prepare_output,
     project_options,
 )
@@ -35,11 +36,14 @@ from compactor.cli.common import (
 @click.option("--max-runtime", "max_runtime", default=None, metavar="DURATION",
               help="Time budget of this run: no new commit group starts after it; work under way commits and "
                    "the rest is reported skipped for the next run (default: the profile's max_runtime).")
+@click.option("--require-signature", is_flag=True,
+              help="Refuse a plan file not signed (`plan --sign`) with the key in COMPACTOR_PLAN_KEY.")
 @fail_on_empty_option
 @debug_option
 @handle_errors
 def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
-            fail_fast, replan_stale, fmt, metrics, watch, max_runtime, fail_on_empty, debug) -> int:
+            fail_fast, replan_stale, fmt, metrics, watch, max_runtime, require_signature, fail_on_empty,
+            debug) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
     from rich.console import Console
 
@@ -50,6 +54,13 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     prepare_output(metrics, "--metrics")
+    key = None
+    if require_signature:
+        if plan_file is None:
+            raise UsageError("--require-signature applies a saved, signed plan file",
+                             hint="compactor plan --sign --out plan.json, then compactor apply plan.json "
+                                  "--require-signature")
+        key = plan_key("--require-signature")
     plan_obj = None
     if plan_file is None:
         from compactor.output.plan_render import render_text
@@ -72,6 +83,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                 return exit_codes.OK
     printer = ProgressPrinter(Console(stderr=True))
     run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
+                    require_key=key,
                     replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
                     max_runtime_s=_seconds(max_runtime, "--max-runtime"))
     if metrics is not None:

@@ -179,3 +179,17 @@ def handle_errors(f: Callable) -> Callable:
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
+
+
+def plan_key(option: str) -> bytes:
+    """The plan-signing key from the environment (never an argument: it would land in shell history and
+    process listings)."""
+    import os
+
+    from compactor.errors import UsageError
+    from compactor.tasks.plan_file import KEY_ENV
+
+    key = os.environ.get(KEY_ENV, "")
+    if not key:
+        raise UsageError(f"{option} needs the signing key in the environment variable {KEY_ENV}")
+    return key.encode()

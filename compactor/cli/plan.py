@@ -15,6 +15,7 @@ from compactor.cli.common import (
     debug_option,
     fail_on_empty_option,
     handle_errors,
+    plan_key,
     prepare_output,
     project_options,
 )
@@ -29,11 +30,13 @@ from compactor.cli.common import (
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0 no changes, 2 changes present, 1 error (like Terraform).")
 @click.option("--metrics", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write metrics (.prom: Prometheus text format, .jsonl: JSON lines).")
+@click.option("--sign", is_flag=True,
+              help="Sign the plan file with the key in COMPACTOR_PLAN_KEY (HMAC-SHA256), for `apply --require-signature`.")
 @fail_on_empty_option
 @debug_option
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
-            detailed_exitcode, metrics, fail_on_empty, debug) -> int:
+            detailed_exitcode, metrics, sign, fail_on_empty, debug) -> int:
     """Inspect the selected tables and write an execution plan (nothing is changed)."""
     from rich.console import Console
 
@@ -44,6 +47,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    key = plan_key("--sign") if sign else None
     compiled = compile_project(options)
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
@@ -54,9 +58,10 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     err_console = Console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
-            plan = api.plan(options, out=out, progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {safe(name)}"))
+            plan = api.plan(options, out=out, sign_key=key,
+                            progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {safe(name)}"))
     else:
-        plan = api.plan(options, out=out)
+        plan = api.plan(options, out=out, sign_key=key)
     if fmt == "json":
         click.echo(json.dumps(plan_to_dict(plan), indent=2))
     elif fmt == "markdown":

@@ -189,7 +189,7 @@ def digest_pieces(data: Mapping[str, Any]):  # -> Iterator[str]
         for a in t.get("actions") or ():
             yield dumps_compact(a)
         yield dumps_compact({k: v for k, v in t.items() if k != "actions"})
-    yield dumps_compact({k: v for k, v in data.items() if k not in ("digest", "tables")})
+    yield dumps_compact({k: v for k, v in data.items() if k not in ("digest", "signature", "tables")})
 
 
 def plan_from_dict(d: Mapping[str, Any]) -> Plan:

@@ -509,9 +509,11 @@ def write_run_results(run: RunResults, target_dir: Path) -> Path:
 def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, plan_obj: Plan | None = None,
                   dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
                   now: dt.datetime | None = None, progress: Progress | None = None,
-                  watch_s: float | None = None, max_runtime_s: float | None = None) -> RunResults:
+                  watch_s: float | None = None, max_runtime_s: float | None = None,
+                  require_key: bytes | None = None) -> RunResults:
     """``watch_s``: the post-commit watch window (default: the target's ``watch_window``);
-    ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``)."""
+    ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``); ``require_key``:
+    the plan file must be signed with this key."""
     from dataclasses import replace
 
     from compactor.planning.integrity import plan_problems
@@ -521,7 +523,8 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
 
     compiled = compile_project(options)
     if plan_obj is None:
-        plan_obj = load_plan(plan_file) if plan_file is not None else plan_project(options, now=now)
+        plan_obj = load_plan(plan_file, require_key=require_key) if plan_file is not None \
+            else plan_project(options, now=now)
     if plan_obj.target.get("engine") not in (None, compiled.target.engine):
         raise UsageError(f"the plan was made for the {plan_obj.target.get('engine')} engine but target "
                          f"'{compiled.target.name}' uses {compiled.target.engine}",

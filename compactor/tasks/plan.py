@@ -111,7 +111,7 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
 
 def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
-                 progress: Callable[[str, int, int], None] | None = None) -> Plan:
+                 progress: Callable[[str, int, int], None] | None = None, sign_key: bytes | None = None) -> Plan:
     from compactor.project.compile import compile_project
     from compactor.tasks.plan_file import write_plan
 
@@ -136,7 +136,7 @@ def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out
                       invocation={"select": list(options.select), "exclude": list(options.exclude),
                                   "vars": {k: v for k, v in options.vars.items()}, "target": compiled.target.name})
     if out is not None:
-        write_plan(plan, out)
+        write_plan(plan, out, sign_key=sign_key)
     return plan
 
 

@@ -6,6 +6,7 @@ recomputes it, so apply can refuse a plan that was edited after `compactor plan`
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 from pathlib import Path
@@ -16,19 +17,27 @@ from compactor.errors import PlanError
 from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
 from compactor.policy.schema import known_valid, load_schema, remember_valid
 
+#: the environment variable holding the key of signed plans (`plan --sign`, `apply --require-signature`)
+KEY_ENV = "COMPACTOR_PLAN_KEY"
 
-def write_plan(plan: Plan, path: Path) -> Path:
+
+def signature(digest: str, key: bytes) -> str:
+    """HMAC-SHA256 of the plan's digest (which covers all of its content) under a deploy pipeline's key."""
+    return "hmac-sha256:" + hmac.new(key, digest.encode(), hashlib.sha256).hexdigest()
+
+
+def write_plan(plan: Plan, path: Path, *, sign_key: bytes | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        digest = _write_compact_json(plan_to_dict(plan), f)
+        digest = _write_compact_json(plan_to_dict(plan), f, sign_key)
     os.replace(tmp, path)
     remember_valid(_trust_key(digest))  # compactor's own plans match plan.schema.json (tested)
     return path
 
 
-def _write_compact_json(data: dict, f: TextIO) -> str:
+def _write_compact_json(data: dict, f: TextIO, sign_key: bytes | None = None) -> str:
     """Write the plan with its digest, serialising each piece once: the pieces plan_digest hashes are
     the ones written. Action by action: json.dump streams through the pure-Python encoder (10x slower on
     a million paths), and one json.dumps of everything would hold the whole text."""
@@ -51,7 +60,8 @@ def _write_compact_json(data: dict, f: TextIO) -> str:
         f.write("]," + rest[1:] if rest != "{}" else "]}")
     rest = piece(dumps_compact({k: v for k, v in data.items() if k not in ("tables", "digest")}))
     digest = "sha256:" + h.hexdigest()
-    f.write("]," + rest[1:-1] + f',"digest":"{digest}"}}' if rest != "{}" else f'],"digest":"{digest}"}}')
+    tail = f'"digest":"{digest}"' + (f',"signature":"{signature(digest, sign_key)}"' if sign_key else "")
+    f.write("]," + rest[1:-1] + f",{tail}}}" if rest != "{}" else f"],{tail}}}")
     return digest
 
 
@@ -67,6 +77,9 @@ def validate_plan_dict(data: object) -> None:
     if version != SCHEMA_VERSION:
         raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads {SCHEMA_VERSION})",
                         hint="re-run `compactor plan` with this compactor version")
+    if not data.get("digest"):
+        raise PlanError("the plan file has no digest: compactor writes one into every plan, so it was edited",
+                        hint="re-run `compactor plan` and review the new plan")
     import jsonschema
 
     err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema("plan.schema.json")).iter_errors(data))
@@ -75,7 +88,9 @@ def validate_plan_dict(data: object) -> None:
         raise PlanError(f"plan file does not match plan.schema.json at {where}: {err.message[:300]}")
 
 
-def load_plan(path: Path) -> Plan:
+def load_plan(path: Path, *, require_key: bytes | None = None) -> Plan:
+    """The plan in ``path``, its digest checked. ``require_key``: the plan must also carry a signature
+    made with this key (`compactor plan --sign`)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -89,9 +104,6 @@ def load_plan(path: Path) -> Plan:
     except RecursionError:
         raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     written = data.get("digest") if isinstance(data, dict) else None
-    if isinstance(data, dict) and not written:
-        raise PlanError(f"plan file {path} has no digest: compactor writes one into every plan, so it was edited",
-                        hint="re-run `compactor plan` and review the new plan")
     try:
         actual = plan_digest(data) if written is not None else None
     except (TypeError, AttributeError, ValueError, RecursionError):  # not shaped like a plan: the schema says how
@@ -104,4 +116,12 @@ def load_plan(path: Path) -> Plan:
     if written is not None and actual != written:
         raise PlanError(f"plan file {path} was modified after `compactor plan` wrote it (its content does not "
                         "match its digest)", hint="re-run `compactor plan` and review the new plan")
+    if require_key is not None:
+        signed = data.get("signature")
+        if not signed:
+            raise PlanError(f"plan file {path} is not signed", hint="sign it with `compactor plan --sign` "
+                            f"({KEY_ENV} set to the pipeline's key)")
+        if not hmac.compare_digest(str(signed), signature(str(written), require_key)):
+            raise PlanError(f"plan file {path} is not signed with this key ({KEY_ENV})",
+                            hint="re-run `compactor plan --sign` with the pipeline's key")
     return plan_from_dict(data)

@@ -12,7 +12,7 @@ import pytest
 
 from compactor.errors import PlanError
 from compactor.models.state import TableState, files_table
-from compactor.planning.plan import digest_paths, plan_to_dict
+from compactor.planning.plan import digest_paths, plan_digest, plan_to_dict
 from compactor.policy.model import Compaction, TablePolicy
 from compactor.project.model import Target
 from compactor.tasks.plan import build_plan
@@ -61,6 +61,9 @@ def test_bad_plan_files_raise_plan_errors(tmp_path: Path) -> None:
         load_plan(bad)
     data["tables"][0]["actions"][0]["input_files"] = "many"
     bad.write_text(json.dumps(data))
+    with pytest.raises(PlanError, match="has no digest"):
+        load_plan(bad)
+    bad.write_text(json.dumps({**data, "digest": plan_digest(data)}))
     with pytest.raises(PlanError, match="plan.schema.json at tables/0/actions/0/input_files"):
         load_plan(bad)
 
