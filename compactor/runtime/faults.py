@@ -10,6 +10,9 @@ another run deleted):
 - ``COMPACTOR_CRASH_AT=<name>[:<n>]`` in the environment: the process SIGKILLs itself at the n-th (default
   first) time it reaches crash point ``name`` (subprocess kill tests).
 
+``COMPACTOR_STOP_AT=<name>`` stops the process there with SIGSTOP instead (a paused process: a VM stall,
+a debugger, a cgroup freeze), for lease tests that resume it later with SIGCONT.
+
 The names in use are listed in ``POINTS`` (a test checks that every call uses one of them).
 """
 
@@ -24,6 +27,7 @@ from collections.abc import Callable
 POINTS: dict[str, str] = {
     "delta.journal_written": "a rewrite's journal names its outputs; nothing written yet",
     "delta.bin_written": "one output file of a commit group is written, others may not be",
+    "delta.outputs_written": "a commit group's outputs are written and verified; no pre-commit check yet",
     "delta.before_commit": "every output written and verified; the commit not yet attempted",
     "delta.after_commit": "the commit is in the log; the journal not yet closed",
     "delta.repair_before_commit": "a repair's copies are written; its commit not yet attempted",
@@ -51,6 +55,9 @@ def crash_point(name: str) -> None:
     if hook is not None:
         hook(name)
         return
+    stop = os.environ.get("COMPACTOR_STOP_AT")
+    if stop == name:  # a paused process (SIGSTOP): the test resumes it with SIGCONT
+        os.kill(os.getpid(), signal.SIGSTOP)
     spec = os.environ.get("COMPACTOR_CRASH_AT")
     if not spec:
         return

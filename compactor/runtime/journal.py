@@ -21,9 +21,13 @@ folder, whose commit may still be pending, is given time to commit.
 Everything goes through ``runtime.storage.Storage`` with the table's storage options, so the same rules
 hold on local disk, S3, Azure and GCS. Differences on object stores: an entry is replaced by one PUT (a
 reader sees the old or the new entry, never a mix); object mtimes are whole seconds stamped by the
-store's clock, so the folder rule's window gets a wider slack there; and a run on another host cannot be
-checked by pid, so an entry whose heartbeat is older than ``STALE_HEARTBEAT_S`` is taken as dead (the
-clocks of the hosts must agree to well within that, as for the lease).
+store's clock, so the folder rule's window gets a wider slack there.
+
+A run has ended when its entry says so (``ended_at``: it failed and kept the entry) or when its process is
+provably gone (runtime/liveness.py: same kernel boot and PID namespace, and no such process any more).
+Anywhere else (another host, another container sharing this hostname, a paused process) nothing is
+provable: its outputs are deleted only once its heartbeat is older than the lease TTL, after which its
+lease has expired too and its fence refuses any commit (finding 3 of issue 18).
 """
 
 from __future__ import annotations
@@ -33,13 +37,13 @@ import logging
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compactor.runtime.lease import pid_alive
+from compactor.runtime import clock, liveness
+from compactor.runtime.lease import default_ttl_s
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import ObjectNotFoundError, Storage, StorageError, storage_for
 
@@ -72,19 +76,22 @@ class JournalEntry:
     folders: list[str] = field(default_factory=list)
     host: str = field(default_factory=socket.gethostname)
     pid: int = field(default_factory=os.getpid)
-    started_at: float = field(default_factory=time.time)
-    heartbeat_at: float = field(default_factory=time.time)
+    started_at: float = field(default_factory=clock.wall)
+    heartbeat_at: float = field(default_factory=clock.wall)
     ended_at: float | None = None
+    #: the writing process as runtime/liveness.py checks it
+    identity: str = field(default_factory=liveness.identity)
 
     def window_end(self) -> float:
         return self.ended_at if self.ended_at is not None else self.heartbeat_at + 2 * HEARTBEAT_S
 
     def running(self, now: float) -> bool:
-        if self.ended_at is not None:
+        """False only when the run has provably ended (module docstring)."""
+        if self.ended_at is not None or liveness.is_me(self.identity):
+            return False  # it said so; or this very process, whose earlier run left it (not running now)
+        if liveness.provably_dead(self.identity):
             return False
-        if self.host == socket.gethostname():
-            return pid_alive(self.pid) and self.pid != os.getpid()
-        return now - self.heartbeat_at < STALE_HEARTBEAT_S
+        return now - self.heartbeat_at < max(STALE_HEARTBEAT_S, default_ttl_s())
 
 
 def journal_dir(table_uri: str) -> Path:
@@ -131,7 +138,7 @@ class ActionJournal:
             with self._lock:
                 if self._stop.is_set():
                     return
-                self.entry.heartbeat_at = time.time()
+                self.entry.heartbeat_at = clock.wall()
                 try:
                     _write(self.storage, self.path, self.entry)
                 except (OSError, StorageError) as e:
@@ -149,7 +156,7 @@ class ActionJournal:
                 log.warning("could not delete the journal entry: %s", e)
         else:
             # the action failed: files it wrote may be uncommitted; keep the entry for recover()
-            self.entry.ended_at = time.time()
+            self.entry.ended_at = clock.wall()
             try:
                 _write(self.storage, self.path, self.entry)
             except StorageError as e:  # the entry as last written stays; recover() judges it by heartbeat
@@ -179,7 +186,7 @@ def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]],
     or named by a commit after ``read_version`` (the format knows how to read its log). Returns deleted
     paths (relative to the table root). Call while holding the table lease."""
     storage = storage_for(table_uri, storage_options)
-    now = time.time() if now is None else now
+    now = clock.wall() if now is None else now
     listed = storage.list_dir(JOURNAL_PREFIX)[0]
     for o in listed:  # temp files of entry writes a kill interrupted (local disk)
         if os.path.basename(o.path).startswith(".") and o.path.endswith(".tmp") and now - o.mtime > 60:

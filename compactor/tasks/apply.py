@@ -419,7 +419,8 @@ def _context(env: _TableRun, key: str, state: TableState, cache: dict[str, Any],
                          commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
                                           "compactor.plan": env.plan.generated_at,
                                           "compactor.action": f"{env.run_id}:{env.table.name}:{key}"},
-                         dry_run=env.dry_run, watch_s=env.watch_s, cache=cache, **extra)
+                         dry_run=env.dry_run, watch_s=env.watch_s, cache=cache,
+                         fence=env.lease.check if env.lease is not None else None, **extra)
 
 
 def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState,

@@ -153,4 +153,44 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
         raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "
                          f"after version {read_version}")
     crash_point("delta.after_commit")
+    deleted = missing_outputs(uri, storage_options, [f.path for f in added])
+    if deleted:  # deleted between the fence and the commit (a paused run whose lease was taken over)
+        revert_swap(table, uri, storage_options, own, read_version, removed, added, commit_metadata)
+        raise ApplyError(f"{len(deleted)} file(s) compactor committed were deleted by another process right before "
+                         f"its commit (e.g. {deleted[0]}; the lease was lost while this run was paused?): the commit "
+                         f"(version {own.version}) was reverted, every row is as before")
     return own
+
+
+def revert_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None, own: Commit, read_version: int,
+                removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str]) -> None:
+    """Undo compactor's own swap ``own``: remove the files it added, re-add the files it removed (still
+    on storage: their tombstones are seconds old) except those another commit removed first (that
+    commit holds their rows). Marked as a repair of ``own`` so that the duplicate replay
+    (formats/delta/duplicates.py) reads it as what it is, not as a re-add."""
+    others = removed_since(uri, storage_options, read_version, [r.path for r in removed])
+    removed = [r for r in removed if others.get(r.path, own.version) >= own.version]
+    from deltalake.transaction import AddAction, RemoveAction
+
+    from compactor.engines.parquet_stats import footer_stats
+    from compactor.runtime.paths import filesystem, join
+
+    lost = missing_outputs(uri, storage_options, [r.path for r in removed])
+    if lost:
+        raise ApplyError(f"compactor's commit {own.version} references deleted files and cannot be reverted: "
+                         f"{len(lost)} of its inputs are gone too (e.g. {lost[0]})",
+                         hint="restore the table to the version before it (RESTORE)")
+    now = int(time.time() * 1000)
+    actions: list[Any] = []
+    for r in removed:
+        fs, fp = filesystem(join(uri, r.path), storage_options)
+        _, stats = footer_stats(fp, fs)
+        actions.append(AddAction(r.path, r.size, dict(r.partition_values), now, False, stats))
+    actions += [RemoveAction(f.path, False, now, f.size, dict(f.partition_values)) for f in added]
+    marker = f"{commit_metadata.get(MARKER, 'compactor')}:revert"
+    meta = {**commit_metadata, MARKER: marker, "compactor.repair_of": str(own.version),
+            "compactor.revert_of": str(own.version)}
+    table.update_incremental()
+    table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                   partition_by=list(table.metadata().partition_columns),
+                                   commit_properties=commit_properties(meta))

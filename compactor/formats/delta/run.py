@@ -60,6 +60,7 @@ from compactor.planning.actions import (
     ZOrderAction,
 )
 from compactor.planning.retention import DELETED, parse_interval
+from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal, folders_of
 from compactor.runtime.paths import join
 from compactor.runtime.storage import StorageError, storage_for
@@ -381,6 +382,7 @@ def _rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         failures = _verify_members(rewrites, prepared, written)
         if failures:
             raise _GroupNotCommitted(failures)
+        crash_point("delta.outputs_written")
         files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
         for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
             added = [NewFile(rel, w.size, dict(a.partition), w.stats, w.rows)
@@ -480,7 +482,9 @@ def _after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[Re
     read_version = int(outcome.version_before or 0)
     overlap = guard.overlapping_removes(uri, so, read_version, own.version, [r.path for r in removed])
     if overlap:
-        repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata, ctx.fence)
+        # no fence: the commit landed, and reverting it must not wait for a lease this run may have lost
+        # while paused (the revert is proved on the files like every repair, and re-checks the log)
+        repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata)
         outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair.version,
                                        "conflicting_versions": sorted(set(overlap.values()))}
         outcome.version_after = repair.version
@@ -670,6 +674,7 @@ def _native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext,
     clustered = "clustering" in ctx.state.protocol.writer_features
     sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
     before = {k: engine.spark.conf.get(k, None) for k in conf}
+    _fence(ctx)
     try:
         engine.sql(sql, conf)
     finally:  # the user's session settings as they were (an active session is the user's own)
@@ -719,6 +724,12 @@ def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
 # ----------------------------------------------------------------------------- retention
 
 
+def _fence(ctx: ActionContext) -> None:
+    """The lease check right before a side effect on the table (runtime/lease.py)."""
+    if ctx.fence is not None:
+        ctx.fence()
+
+
 def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     dt = handle(ctx)
     hours = int(action.retention_hours)
@@ -738,6 +749,7 @@ def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         path = engine.hadoop_path(ctx.table.path)
         candidates = [r[0] for r in engine.sql(vacuum_sql(path, hours, True))]
         if not ctx.dry_run:
+            _fence(ctx)
             engine.sql(vacuum_sql(path, hours, False))
         return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
                              version_after=handle(ctx).version(),
@@ -745,6 +757,8 @@ def _vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
                                       "file_count": len(candidates), "engine": "delta-spark"})
     _check_writable(ctx)
     # checked above against the (possibly simulated) table property; delta-rs would check the stored one
+    if not ctx.dry_run:
+        _fence(ctx)
     files = dt.vacuum(retention_hours=hours, dry_run=ctx.dry_run, enforce_retention_duration=not ctx.dry_run)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
                          version_after=dt.version(), details={"dry_run": ctx.dry_run, "files": sorted(files)[:1000],
@@ -757,6 +771,7 @@ def _set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOu
     before = dt.version()
     props = {k: str(v) for k, v in action.properties.items()}
     if not ctx.dry_run:
+        _fence(ctx)
         dt.alter.set_table_properties(props, raise_if_not_exists=False)
     return ActionOutcome(version_before=before, version_after=handle(ctx).version(),
                          details={"properties": props, "dry_run": ctx.dry_run})

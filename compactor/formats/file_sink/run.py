@@ -41,6 +41,9 @@ from compactor.formats.file_sink.state import (
     sink_log,
 )
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
+from compactor.runtime import clock, liveness
+from compactor.runtime.faults import crash_point
+from compactor.runtime.lease import default_ttl_s
 from compactor.runtime.paths import filesystem
 from compactor.runtime.storage import ObjectNotFoundError
 
@@ -61,13 +64,23 @@ def _referenced(sink: SinkRoot, files: Any = None) -> set[str]:
 
 
 def recover(sink: SinkRoot) -> list[str]:
-    """Delete files a killed run wrote but never listed in the manifest, and its staging folders."""
+    """Delete files a run that has provably ended wrote but never listed in the manifest, and its staging
+    folders. Ended: this very process (its own failed action), a process runtime/liveness.py proves gone,
+    or, where nothing is provable (another host or container, a paused process), a journal older than the
+    lease TTL, whose run's lease has expired and whose fence refuses any swap (finding 3 of issue 18)."""
     try:
         entry = json.loads(sink.storage.read_bytes(JOURNAL))
     except ObjectNotFoundError:
         return []
     except ValueError:
         entry = {}
+    ident = str(entry.get("identity") or "")
+    written_at = float(entry.get("written_at") or 0.0)
+    if not (liveness.is_me(ident) or liveness.provably_dead(ident)
+            or clock.wall() - written_at >= default_ttl_s()):
+        raise SinkGuardError("another compactor run's rewrite of this sink may still be under way (its journal is "
+                             "younger than the lease TTL and its process cannot be proved gone); nothing changed",
+                             hint="retry after the lease TTL (COMPACTOR_LEASE_TTL_S, default 15 minutes)")
     visible = _referenced(sink)
     removed: list[str] = []
     files = [r for r in (sink.rel_of_location(f) for f in entry.get("files", [])) if r is not None]
@@ -116,6 +129,8 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     rels: dict[str, str] = {p: r for p, r in found.items() if r is not None}
     if ctx.dry_run:
         return ActionOutcome(details={"dry_run": True})
+    if ctx.fence is not None:
+        ctx.fence()
     if isinstance(action, SinkPruneAction):
         return _prune(sink, action, state)
     sizes = dict(zip(state.files.column("path").to_pylist(), state.files.column("size_bytes").to_pylist()))
@@ -137,6 +152,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
                            sink.location(staging)))
     try:
         _write_journal(sink, journal)
+        crash_point("sink.journal_written")
         schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}]),
                            {i for j in jobs for i in j.inputs}, ctx)
         written = _engine(ctx).rewrite(jobs, schema)
@@ -148,7 +164,11 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         bytes_in = sum(int(sizes.get(p) or 0) for p in action.input_paths)
         new_entries = [(SinkRoot.sibling_entry(b[0], final.rsplit("/", 1)[-1]), w.size)
                        for b, final, w in zip(action.bins, finals, written)]
+        if ctx.fence is not None:
+            ctx.fence()
+        crash_point("sink.before_swap")
         _replace_compact(sink, lc_name, set(action.input_paths), new_entries, state.extra.get("latest_batch"))
+        crash_point("sink.after_swap")
     except BaseException:
         recover(sink)
         raise
@@ -188,7 +208,8 @@ def _read_schema(location: str, ctx: ActionContext) -> pa.Schema:
 
 
 def _write_journal(sink: SinkRoot, journal: dict) -> None:
-    sink.storage.write_bytes(JOURNAL, json.dumps(journal).encode())
+    stamped = {**journal, "identity": liveness.identity(), "written_at": clock.wall()}
+    sink.storage.write_bytes(JOURNAL, json.dumps(stamped).encode())
 
 
 def _engine(ctx: ActionContext) -> Any:
@@ -281,6 +302,8 @@ def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: Acti
     if refused:
         raise PlanError(f"{len(refused)} file(s) to delete are not files compactor replaced in this sink (e.g. "
                         f"{refused[0]}): the plan was edited; nothing was deleted", hint="re-run `compactor plan`")
+    if ctx.fence is not None and not ctx.dry_run:
+        ctx.fence()
     deleted, kept = [], []
     for f in sorted(due):
         rel = sink.rel_of_location(f)
