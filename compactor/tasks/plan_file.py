@@ -70,7 +70,7 @@ def _trust_key(digest: str) -> str:
     return f"plan:{__version__}:{digest}"
 
 
-def validate_plan_dict(data: object) -> None:
+def validate_plan_dict(data: object, path: Path | None = None) -> None:
     if not isinstance(data, dict):
         raise PlanError("plan file is not a JSON object")
     version = data.get("schema_version")
@@ -78,7 +78,8 @@ def validate_plan_dict(data: object) -> None:
         raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads {SCHEMA_VERSION})",
                         hint="re-run `compactor plan` with this compactor version")
     if not data.get("digest"):
-        raise PlanError("the plan file has no digest: compactor writes one into every plan, so it was edited",
+        raise PlanError(f"plan file {path or ''} has no digest: compactor writes one into every plan, so it was "
+                        "edited".replace("  ", " "),
                         hint="re-run `compactor plan` and review the new plan")
     import jsonschema
 
@@ -110,7 +111,7 @@ def load_plan(path: Path, *, require_key: bytes | None = None) -> Plan:
         actual = None
     if written is None or actual != written or not known_valid(_trust_key(written)):
         try:
-            validate_plan_dict(data)  # a plan this compactor did not write itself is checked against the schema
+            validate_plan_dict(data, path)  # a plan this compactor did not write itself is checked against the schema
         except RecursionError:  # below json's limit but deeper than the schema validator can walk
             raise PlanError(f"plan file {path} is nested too deeply to be a compactor plan") from None
     if written is not None and actual != written:

@@ -188,9 +188,11 @@ def analyse(commits: Iterable[Commit]) -> Lineage:
         for p in live_removes:
             inherited |= carries.get(p, frozenset())
         anomaly: Anomaly | None = None
-        if rewrite and strays and is_repair and any(p not in live for p in c.adds):
-            # only what it brought back: re-adding a file that is live changes nothing
-            anomaly = Anomaly(v, "stale_repair", {p: None for p in c.adds if p not in live})
+        if rewrite and strays and is_repair:
+            # only what it brought back: re-adding a file that is live changes nothing (two repairs of
+            # the same anomaly racing: the second removes nothing live and restores nothing new)
+            back = {p: None for p in c.adds if p not in live}
+            anomaly = Anomaly(v, "stale_repair", back) if back else None
         elif rewrite and strays and c.adds:
             anomaly = Anomaly(v, "double_remove", dict(strays))
         elif rewrite and readds and not is_repair:
