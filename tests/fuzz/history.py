@@ -1,0 +1,226 @@
+"""Seeded random histories on a real delta-rs table, with an oracle of the rows each version must hold.
+
+Operations (``OPS``): appends, DELETE, UPDATE, MERGE (upsert), RESTORE, ADD COLUMN, delta-rs
+``optimize.compact()`` (also from a handle loaded a few operations earlier: the duplicate hazard of
+delta-compaction.md), compactor ``apply`` (its plan made now, or a few operations earlier: stale), a
+compactor apply killed at a random crash point (runtime/faults.py; the next apply recovers), checkpoints
+and VACUUM with zero retention. Column mapping + RENAME COLUMN is not generated: delta-rs cannot write
+those commits (tests/schema writes them by hand, as delta-spark does, between two commit groups).
+
+The oracle is a dict id -> value per table version; compactor and optimize never change it; RESTORE
+brings back the oracle of the version restored (never to before a VACUUM: Delta cannot either).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from compactor.project.model import Target
+from compactor.runtime import faults
+from compactor.tasks.apply import apply_plan
+from tests.apply.helpers import plan_for
+
+Row = tuple[int, int]  # (id, value)
+CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
+                "delta.repair_before_commit", "lease.acquired")
+
+
+class Killed(BaseException):
+    """A simulated SIGKILL: raised at a crash point, it unwinds past every ``except Exception``."""
+
+
+@dataclass
+class History:
+    path: Path
+    rng: random.Random
+    #: oracle: version -> {id: value}
+    oracle: dict[int, dict[int, int]] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+    next_id: int = 0
+    #: RESTORE never goes below this version (a VACUUM ran after it)
+    floor: int = 0
+    extra_column: bool = False
+    #: handles and plans read earlier, used later (stale readers)
+    handles: list[DeltaTable] = field(default_factory=list)
+    plans: list[Any] = field(default_factory=list)
+
+    @property
+    def version(self) -> int:
+        return DeltaTable(str(self.path)).version()
+
+    def rows_at(self, version: int) -> dict[int, int]:
+        """The oracle of ``version``: that of the latest version recorded at or before it (maintenance
+        commits in between, compactor's commit groups among them, change no row)."""
+        return self.oracle[max(v for v in self.oracle if v <= version)]
+
+    def expected(self) -> dict[int, int]:
+        return self.rows_at(self.version)
+
+    def _after(self, rows: dict[int, int]) -> None:
+        self.oracle[self.version] = dict(rows)
+
+    # ------------------------------------------------------------------ data changes
+
+    def append(self) -> None:
+        k = self.rng.randint(1, 4)
+        ids = list(range(self.next_id, self.next_id + k))
+        self.next_id += k
+        part = self.rng.randint(0, 1)
+        cols: dict[str, Any] = {"p": pa.array([part] * k, pa.int64()), "id": pa.array(ids, pa.int64()),
+                                "val": pa.array([0] * k, pa.int64())}
+        if self.extra_column:
+            cols["note"] = pa.array(["n"] * k, pa.string())
+        rows = dict(self.expected()) if self.path.exists() and (self.path / "_delta_log").exists() else {}
+        write_deltalake(str(self.path), pa.table(cols), mode="append", partition_by=["p"],
+                        schema_mode="merge" if self.extra_column else None)
+        rows.update({i: 0 for i in ids})
+        self._after(rows)
+        self.log.append(f"append {ids} p={part}")
+
+    def delete(self) -> None:
+        c = self.rng.randint(0, 6)
+        DeltaTable(str(self.path)).delete(f"id % 7 = {c}")
+        self._after({i: v for i, v in self.expected().items() if i % 7 != c})
+        self.log.append(f"delete id%7={c}")
+
+    def update(self) -> None:
+        c = self.rng.randint(0, 4)
+        DeltaTable(str(self.path)).update(updates={"val": "val + 1"}, predicate=f"id % 5 = {c}")
+        self._after({i: v + 1 if i % 5 == c else v for i, v in self.expected().items()})
+        self.log.append(f"update id%5={c}")
+
+    def merge(self) -> None:
+        ids = self.rng.sample(range(max(1, self.next_id + 2)), 2)
+        src = pa.table({"p": pa.array([i % 2 for i in ids], pa.int64()), "id": pa.array(ids, pa.int64()),
+                        "val": pa.array([7, 7], pa.int64())})
+        (DeltaTable(str(self.path)).merge(src, "t.id = s.id", source_alias="s", target_alias="t")
+         .when_matched_update(updates={"val": "s.val"}).when_not_matched_insert_all().execute())
+        rows = dict(self.expected())
+        rows.update({i: 7 for i in ids})
+        self.next_id = max(self.next_id, max(ids) + 1)
+        self._after(rows)
+        self.log.append(f"merge {ids}")
+
+    def restore(self) -> None:
+        if self.version <= self.floor:
+            return
+        v = self.rng.randint(self.floor, self.version - 1)
+        rows = self.rows_at(v)
+        DeltaTable(str(self.path)).restore(v)
+        self._after(rows)
+        self.log.append(f"restore {v}")
+
+    def add_column(self) -> None:
+        if self.extra_column:
+            return
+        from deltalake.schema import Field, PrimitiveType
+
+        DeltaTable(str(self.path)).alter.add_columns([Field("note", PrimitiveType("string"), nullable=True)])
+        self.extra_column = True
+        self._after(self.expected())
+        self.log.append("add column note")
+
+    # ------------------------------------------------------------------ maintenance
+
+    def read_handle(self) -> None:
+        self.handles.append(DeltaTable(str(self.path)))
+        self.log.append("another job loads the table")
+
+    def optimize(self) -> None:
+        dt = self.handles.pop(0) if self.handles and self.rng.random() < 0.85 else DeltaTable(str(self.path))
+        try:
+            dt.optimize.compact()
+            self.log.append(f"delta-rs optimize (read v{dt.version()})")
+        except Exception as e:  # noqa: BLE001 - refused by delta-rs' conflict checker: nothing committed
+            self.log.append(f"delta-rs optimize refused: {type(e).__name__}")
+        self._after(self.expected_before_maintenance())
+
+    def expected_before_maintenance(self) -> dict[int, int]:
+        return self.oracle[max(self.oracle)]
+
+    def plan(self) -> None:
+        self.plans.append(plan_for(self.path, target_size=1 << 20))
+        self.log.append("compactor plans")
+
+    def apply(self, crash_at: str | None = None) -> None:
+        plan = self.plans.pop(0) if self.plans and self.rng.random() < 0.6 else plan_for(self.path, target_size=1 << 20)
+        hook = None
+        if crash_at is not None:
+            def hook(point: str) -> None:
+                if point == crash_at:
+                    raise Killed(point)
+        previous = faults.set_hook(hook)
+        before = self.expected_before_maintenance()
+        try:
+            apply_plan(plan, target=Target(commit_every_bins=self.rng.choice([1, 100])), watch_s=0)
+            self.log.append("compactor apply" + (f" (crash point {crash_at} not reached)" if crash_at else ""))
+        except Killed:
+            self.log.append(f"compactor apply killed at {crash_at}")
+        finally:
+            faults.set_hook(previous)
+        self._after(before)
+
+    def race(self) -> None:
+        """The hazard of delta-compaction.md in one step: another job loads the table, compactor applies,
+        the other job's optimize commits from its old snapshot (or compactor applies a plan made before
+        the other job's optimize)."""
+        if self.rng.random() < 0.5:
+            self.read_handle()
+            self.apply()
+            self.optimize()
+        else:
+            self.plan()
+            self.optimize()
+            self.apply()
+
+    def checkpoint(self) -> None:
+        DeltaTable(str(self.path)).create_checkpoint()
+        self.log.append("checkpoint")
+
+    def vacuum(self) -> None:
+        DeltaTable(str(self.path)).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        self.floor = self.version
+        self.handles.clear()  # a job that read the table before VACUUM would read deleted files
+        self.log.append("vacuum retention 0")
+
+
+OPS: list[tuple[float, Callable[[History], None]]] = [
+    (6, History.append), (1.2, History.delete), (1.2, History.update), (0.8, History.merge),
+    (0.8, History.restore), (0.4, History.add_column), (2.5, History.read_handle), (2.5, History.optimize),
+    (1.5, History.plan), (3, History.apply), (1.5, lambda h: h.apply(h.rng.choice(CRASH_POINTS))),
+    (0.5, History.checkpoint), (0.4, History.vacuum), (1.2, History.race),
+]
+
+
+def rows_on_storage(path: Path) -> tuple[Counter[Row], list[str]]:
+    """Every live row (file by file, as the log lists them) and the files the log lists that are missing."""
+    dt = DeltaTable(str(path))
+    rows: Counter[Row] = Counter()
+    missing = []
+    for uri in dt.file_uris():
+        if not Path(uri).exists():
+            missing.append(uri)
+            continue
+        t = pq.read_table(uri, columns=["id", "val"])
+        rows.update(zip(t.column("id").to_pylist(), t.column("val").to_pylist()))
+    return rows, missing
+
+
+def generate(path: Path, seed: int, steps: int) -> History:
+    rng = random.Random(seed)
+    h = History(path, rng)
+    h.append()
+    weights = [w for w, _ in OPS]
+    for _ in range(steps):
+        op = rng.choices([f for _, f in OPS], weights)[0]
+        op(h)
+    return h
