@@ -71,7 +71,12 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
         plan_obj = api.plan(options)
         console = Console(stderr=True)
         render_text(plan_obj, console)
+        failed = [t.name for t in plan_obj.tables if t.error]
         if not plan_obj.has_changes:
+            if failed:
+                click.echo(f"Nothing to apply, but {len(failed)} table(s) could not be planned: {', '.join(failed)}",
+                           err=True)
+                return exit_codes.FAILURE
             click.echo("No changes. Nothing to apply.")
             return exit_codes.OK
         if not (auto_approve or dry_run):

@@ -11,9 +11,11 @@ from typing import Any, Literal
 Engine = Literal["local", "spark"]
 
 REDACTED = "***"
-#: seconds apply keeps watching a table's log after committing (formats repair a later commit that
-#: removes the same files again); profile key ``watch_window``, environment COMPACTOR_WATCH_WINDOW
-DEFAULT_WATCH_WINDOW_S = 180.0
+#: seconds apply keeps watching a table's log after committing (it reports a later commit that removes
+#: the same files again); profile key ``watch_window``, environment COMPACTOR_WATCH_WINDOW. Off by
+#: default: the next plan finds what another writer duplicated and plans its repair (README, Safety
+#: model), so a scheduled apply returns as soon as its work is done.
+DEFAULT_WATCH_WINDOW_S = 0.0
 #: commit groups (partial progress) of apply: at most this many bins and input bytes per commit
 DEFAULT_COMMIT_EVERY_BINS = 100
 DEFAULT_COMMIT_EVERY_BYTES = 16 * 2**30

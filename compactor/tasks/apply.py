@@ -107,6 +107,9 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     engines = _Engines(target, engine)
     watching: list[tuple[TableWatch, TableLease]] = []  # tables whose lease is kept until the window closes
     deadline = time.monotonic() + target.max_runtime_s if target.max_runtime_s else None
+    for table in plan.tables:
+        if table.error:  # a table that could not be planned fails the run: a schedule never goes green
+            results.append(ActionResult(table.name, "plan", {}, status="error", error=table.error))
     try:
         for table in plan.tables:
             if not table.actions and not table.duplicate_rewrite:
@@ -139,22 +142,32 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                             for a in table.actions]
             if failed and fail_fast:
                 break
+        if watching and project is not None and not dry_run:
+            # the commits have landed: record the run before waiting, so that an interrupted watch
+            # (Ctrl-C) never loses the record; it is written again, complete, after the watch
+            write_run_results(_run_results(run_id, started, target, engines, plan, plan_file, dry_run, results),
+                              project.target_dir)
         _finish_watches(watching, progress)
     finally:
         for watch, lease in watching:
             watch.stop()
             lease.release()
         engines.close()
-    for r in results:  # storage option values never reach run results or history
-        if r.error:
-            r.error = redact(r.error)
-    run = RunResults(run_id=run_id, compactor_version=__version__, started_at=started, finished_at=_now_iso(),
-                     engine=target.engine, engine_versions=engines.versions(), target=target.redacted(),
-                     plan_generated_at=plan.generated_at, plan_file=plan_file, dry_run=dry_run, results=results,
-                     totals=compute_run_totals(results))
+    run = _run_results(run_id, started, target, engines, plan, plan_file, dry_run, results)
     if project is not None and not dry_run:
         write_run_results(run, project.target_dir)
     return run
+
+
+def _run_results(run_id: str, started: str, target: Target, engines: _Engines, plan: Plan, plan_file: str | None,
+                 dry_run: bool, results: list[ActionResult]) -> RunResults:
+    for r in results:  # storage option values never reach run results or history
+        if r.error:
+            r.error = redact(r.error)
+    return RunResults(run_id=run_id, compactor_version=__version__, started_at=started, finished_at=_now_iso(),
+                      engine=target.engine, engine_versions=engines.versions(), target=target.redacted(),
+                      plan_generated_at=plan.generated_at, plan_file=plan_file, dry_run=dry_run,
+                      results=list(results), totals=compute_run_totals(results))
 
 
 def _watch(table: TablePlan, fmt: TableFormat, target: Target, run_id: str, watch_s: float,

@@ -302,7 +302,7 @@ def test_the_watch_window_setting(tmp_path: Path, monkeypatch) -> None:
     (proj / "compactor.yml").write_text("name: p\n")
     project, _ = load_project(proj, {})
     monkeypatch.delenv("COMPACTOR_WATCH_WINDOW", raising=False)
-    assert load_target(project, None, None)[0].watch_window_s == 180  # the default: 3 minutes
+    assert load_target(project, None, None)[0].watch_window_s == 0  # the default: off (README, Safety model)
     (proj / "profiles.yml").write_text("default:\n  outputs:\n    dev: {engine: local, watch_window: 90s}\n")
     assert load_target(project, None, None)[0].watch_window_s == 90
     monkeypatch.setenv("COMPACTOR_WATCH_WINDOW", "0")

@@ -1,0 +1,92 @@
+"""The first hour of a team scheduling `compactor apply` (issue 19): a failed schedule never exits 0, and
+apply returns when its work is done."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.apply.helpers import exactly_once, make_table
+from tests.cli.test_cli import cli, project
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _policy(*tables: tuple[str, Path]) -> str:
+    return "version: 1\ntables:\n" + "".join(
+        f"  - name: {n}\n    path: {p}\n    compaction: {{target_file_size: 1MiB, triggers: {{min_input_files: 2}}}}\n"
+        for n, p in tables)
+
+
+def test_item_1_tables_that_cannot_be_planned_fail_the_apply(tmp_path: Path) -> None:
+    """Two tables whose paths are missing or not Delta: plan says so, and apply (fresh plan or plan
+    file) exits 1 naming them, never "No changes. Nothing to apply." with exit 0."""
+    (tmp_path / "lake" / "not_delta").mkdir(parents=True)
+    proj = project(tmp_path / "proj", _policy(("gone", tmp_path / "lake" / "gone"),
+                                              ("plain", tmp_path / "lake" / "not_delta")))
+    r = cli("apply", "--project-dir", str(proj), "--auto-approve")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "could not be planned: gone, plain" in r.stdout + r.stderr
+    assert cli("plan", "--project-dir", str(proj)).returncode == 1
+    r = cli("apply", str(proj / "target" / "plan.json"), "--project-dir", str(proj))
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads((proj / "target" / "run_results.json").read_text())
+    assert {(x["table"], x["status"]) for x in doc["results"]} == {("gone", "error"), ("plain", "error")}
+
+
+def test_item_1_one_broken_table_beside_a_good_one_still_fails_the_run(tmp_path: Path) -> None:
+    good = tmp_path / "lake" / "good"
+    n = make_table(good, partitions=1, appends=4, rows=5)
+    proj = project(tmp_path / "proj", _policy(("good", good), ("gone", tmp_path / "lake" / "gone")))
+    r = cli("apply", "--project-dir", str(proj), "--auto-approve")
+    assert r.returncode == 1, r.stdout + r.stderr
+    exactly_once(good, n)  # the good table was compacted all the same
+
+
+def _apply(proj: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    environ = {k: v for k, v in os.environ.items() if k != "COMPACTOR_WATCH_WINDOW"}
+    return subprocess.Popen([sys.executable, "-m", "compactor", "apply", "--project-dir", str(proj), "--auto-approve",
+                             *extra], cwd=REPO, env={**environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def test_item_2_a_default_apply_of_a_30_file_table_returns_in_seconds(tmp_path: Path) -> None:
+    """The profile's default watch_window is off: the first real apply no longer idles 3 minutes."""
+    t = tmp_path / "lake" / "t"
+    n = make_table(t, partitions=3, appends=10, rows=5)
+    proj = project(tmp_path / "proj", _policy(("t", t)))
+    t0 = time.monotonic()
+    p = _apply(proj)
+    out = p.communicate(timeout=170)[0]
+    elapsed = time.monotonic() - t0
+    print(f"\ndefault apply of a 30-file table: {elapsed:.1f}s")
+    assert p.returncode == 0, out
+    assert "watching" not in out
+    assert elapsed < 60, f"apply took {elapsed:.0f}s"
+    exactly_once(t, n)
+
+
+def test_item_3_ctrl_c_during_a_watch_keeps_the_run_record(tmp_path: Path) -> None:
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=1, appends=4, rows=5)
+    proj = project(tmp_path / "proj", _policy(("t", t)))
+    p = _apply(proj, "--watch", "60s")
+    lines = []
+    assert p.stdout is not None
+    for line in p.stdout:
+        lines.append(line)
+        if "watching" in line:
+            break
+    else:
+        raise AssertionError("".join(lines))
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=60)
+    assert p.returncode != 0
+    doc = json.loads((proj / "target" / "run_results.json").read_text())
+    assert [r["status"] for r in doc["results"]] == ["success"]
+    assert list((proj / "target" / "history").glob("*.json")), "the run is in `compactor history`"
