@@ -191,7 +191,7 @@ def analyse(commits: Iterable[Commit]) -> Lineage:
         if rewrite and strays and is_repair:
             # only what it brought back: re-adding a file that is live changes nothing (two repairs of
             # the same anomaly racing: the second removes nothing live and restores nothing new)
-            back = {p: None for p in c.adds if p not in live}
+            back: dict[str, int | None] = {p: None for p in c.adds if p not in live}
             anomaly = Anomaly(v, "stale_repair", back) if back else None
         elif rewrite and strays and c.adds:
             anomaly = Anomaly(v, "double_remove", dict(strays))
