@@ -45,6 +45,7 @@ SKIP_REASONS = (
     "unsupported",               # the engine cannot safely rewrite this table
     "no_files",
     "retention_in_sync",         # table properties already match the declared retention
+    "nothing_to_vacuum",         # a VACUUM now would delete no file
     "writer_active",             # sink: writer not stopped
     "downstream_readers",        # sink: downstream streaming readers not acknowledged
     "invalid_policy",            # the policy does not fit the table (e.g. where on a non-partition column)

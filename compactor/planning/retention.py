@@ -76,7 +76,10 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
     elif not changes:
         skips.append(Skip("retention_in_sync", None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
-    if retention.vacuum.enabled:
+    if retention.vacuum.enabled and state.vacuum_candidates == 0:
+        # converged: a plan of a table that needs nothing has no action (plan --detailed-exitcode 0)
+        skips.append(Skip("nothing_to_vacuum", None, {}, "a VACUUM now would delete no file"))
+    elif retention.vacuum.enabled:
         hours = vacuum_retention_hours(retention)
         actions.append(VacuumAction(
             precondition=Precondition.of(state.version, ()), retention_hours=hours,

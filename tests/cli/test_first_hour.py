@@ -90,3 +90,20 @@ def test_item_3_ctrl_c_during_a_watch_keeps_the_run_record(tmp_path: Path) -> No
     doc = json.loads((proj / "target" / "run_results.json").read_text())
     assert [r["status"] for r in doc["results"]] == ["success"]
     assert list((proj / "target" / "history").glob("*.json")), "the run is in `compactor history`"
+
+
+def test_item_11_a_converged_table_with_vacuum_enabled_plans_no_change(tmp_path: Path) -> None:
+    """With retention.vacuum.enabled, a vacuum that would delete nothing is no action: a deploy gate on
+    `plan --detailed-exitcode` sees 0 once the table has converged."""
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=1, appends=4, rows=5)
+    policy = (f"version: 1\ntables:\n  - name: t\n    path: {t}\n"
+              "    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}\n"
+              "    retention: {deleted_file_retention: 7d, vacuum: {enabled: true}}\n")
+    proj = project(tmp_path / "proj", policy)
+    assert cli("plan", "--project-dir", str(proj), "--detailed-exitcode").returncode == 2
+    assert cli("apply", "--project-dir", str(proj), "--auto-approve").returncode == 0
+    r = cli("plan", "--project-dir", str(proj), "--detailed-exitcode", "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (table,) = json.loads(r.stdout)["tables"]
+    assert table["actions"] == [] and any(s["reason"] == "nothing_to_vacuum" for s in table["skipped"])
