@@ -76,8 +76,9 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
     elif not changes:
         skips.append(Skip("retention_in_sync", None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
-    if retention.vacuum.enabled and state.vacuum_candidates == 0:
-        # converged: a plan of a table that needs nothing has no action (plan --detailed-exitcode 0)
+    if retention.vacuum.enabled and state.vacuum_candidates == 0 and not changes:
+        # converged: a table that needs nothing gets no action (plan --detailed-exitcode 0); a plan that
+        # changes the retention properties keeps its vacuum (it runs under the new retention)
         skips.append(Skip("nothing_to_vacuum", None, {}, "a VACUUM now would delete no file"))
     elif retention.vacuum.enabled:
         hours = vacuum_retention_hours(retention)
