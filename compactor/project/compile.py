@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compactor.errors import PolicyError
+from compactor.errors import PolicyError, ProjectError
 from compactor.policy.build import build_table, deep_merge
 from compactor.policy.diagnostics import Diagnostic, sort_key
 from compactor.policy.model import TablePolicy
@@ -54,15 +54,33 @@ class CompiledProject:
 
 
 def policy_files(project: Project) -> list[Path]:
+    """Every policy file under the project's policy paths. A folder that cannot be read is an error
+    (ProjectError, exit 2), never skipped: a skipped folder would validate as "no policies"."""
     files: list[Path] = []
     for rel in project.policy_paths:
         base = project.root / rel
         if base.is_file():
             files.append(base)
         elif base.is_dir():
-            files += sorted(p for p in base.rglob("*") if p.suffix in POLICY_SUFFIXES and p.is_file()
-                            and not any(part.startswith(".") for part in p.relative_to(base).parts))
+            files += _walk(base, rel)
     return files
+
+
+def _walk(base: Path, rel: str) -> list[Path]:
+    import os
+
+    found: list[Path] = []
+
+    def fail(e: OSError) -> None:
+        where = Path(e.filename or base)
+        raise ProjectError(f"{rel}: cannot read policy folder {where}: {e.strerror or e}",
+                           hint="check the folder's permissions")
+
+    for folder, dirs, names in os.walk(base, onerror=fail):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(folder) / n for n in names
+                  if not n.startswith(".") and Path(n).suffix in POLICY_SUFFIXES and (Path(folder) / n).is_file()]
+    return sorted(found)
 
 
 def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located | None, list[Diagnostic]]:

@@ -107,3 +107,38 @@ def test_item_11_a_converged_table_with_vacuum_enabled_plans_no_change(tmp_path:
     assert r.returncode == 0, r.stdout + r.stderr
     (table,) = json.loads(r.stdout)["tables"]
     assert table["actions"] == [] and any(s["reason"] == "nothing_to_vacuum" for s in table["skipped"])
+
+
+def _as_nobody() -> list[str]:
+    """Run as an unprivileged user: root reads every folder whatever its permissions."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed to drop root for this test"
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables() -> None:
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="compactor-perm-"))  # readable by the unprivileged user
+    os.chmod(root, 0o755)
+    proj = project(root / "proj", _policy(("t", root / "lake" / "t")))
+    sub = proj / "policies" / "team"
+    sub.mkdir()
+    (sub / "more.yml").write_text(_policy(("u", root / "lake" / "u")))
+    os.chmod(sub, 0o000)
+    try:
+        for args in (("validate",), ("plan",)):
+            r = subprocess.run([*_as_nobody(), sys.executable, "-m", "compactor", *args, "--project-dir", str(proj)],
+                               cwd=REPO, capture_output=True, text=True,
+                               env={**os.environ, "HOME": str(root)})
+            assert r.returncode == 2, r.stdout + r.stderr
+            assert r.stderr.startswith("Error:") and "cannot read policy folder" in r.stderr, r.stderr
+            assert "Traceback" not in r.stderr
+    finally:
+        os.chmod(sub, 0o755)
+        shutil.rmtree(root)
