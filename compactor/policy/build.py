@@ -125,7 +125,9 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
 
 def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
     p = "compaction"
-    target = ctx.size(c, "target_file_size", p, m.DEFAULT_TARGET_FILE_SIZE) or m.DEFAULT_TARGET_FILE_SIZE
+    target = ctx.size(c, "target_file_size", p, m.DEFAULT_TARGET_FILE_SIZE)
+    if target is None:  # not a size (reported): check the rest against the default
+        target = m.DEFAULT_TARGET_FILE_SIZE
     min_size = ctx.size(c, "min_file_size", p, None)
     if target < 2**20:
         ctx.error(f"{p}.target_file_size", "target_too_small",

@@ -29,6 +29,14 @@ class PredicateError(CompactorError):
 _NUM = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
+
+def _plain(error: object) -> str:
+    """sqlglot's message without Python internals: "<class 'sqlglot.expressions.core.Paren'>" -> "Paren"."""
+    import re
+
+    text = re.sub(r"<class '(?:[\w.]+\.)?(\w+)'>", r"\1", str(error))
+    return text.replace("Required keyword: 'this' missing for", "incomplete expression: nothing inside")
+
 def _norm(v: Any) -> Any:
     if isinstance(v, str) and _NUM.match(v.strip()):
         f = float(v)
@@ -68,9 +76,9 @@ def parse_where(text: str) -> Predicate:
         tree: Any = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as e:
         first = e.errors[0]["description"] if getattr(e, "errors", None) else str(e)
-        raise PredicateError(f"cannot parse predicate {text!r}: {first}") from None
+        raise PredicateError(f"cannot parse predicate {text!r}: {_plain(first)}") from None
     except Exception as e:  # sqlglot raises a few non-ParseError types on garbage input
-        raise PredicateError(f"cannot parse predicate {text!r}: {e}") from None
+        raise PredicateError(f"cannot parse predicate {text!r}: {_plain(e)}") from None
     if isinstance(tree, (exp.Select, exp.Subquery)) or tree.find(exp.Select):
         raise PredicateError("subqueries are not allowed in a partition predicate")
     columns = frozenset(c.name for c in tree.find_all(exp.Column))

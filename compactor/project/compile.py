@@ -122,7 +122,20 @@ def _compile_file(doc: Located, rel: str, project: Project,
     policies = []
     file_defaults = value.get("defaults") or {}
     for i, table in enumerate(value.get("tables") or []):
-        if f"tables[{i}]" in broken:
+        base = f"tables[{i}]"
+        if base in broken:
+            # every problem at once: the semantic checks still run on the table without the keys the
+            # schema refused (their own errors are reported already); the table is not built
+            cut = _without(table, [d.json_path for d in diags if d.json_path.startswith(base)], base)
+            if cut is not None:
+                merged = deep_merge(project.defaults, file_defaults, cut)
+                layers = [(doc, rel, base), (doc, rel, "defaults")]
+                try:
+                    _, more = build_table(merged, doc=doc, file=rel, base=base, layers=layers)
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    more = []  # too broken to check further: its schema errors say why
+                known = {(d.json_path, d.code) for d in diags}
+                diags += [d for d in more if (d.json_path, d.code) not in known]
             continue
         merged = deep_merge(project.defaults, file_defaults, table)
         # a key inherited from defaults is reported where the default is written
@@ -134,6 +147,26 @@ def _compile_file(doc: Located, rel: str, project: Project,
         if p is not None:
             policies.append(p)
     return policies, diags
+
+
+def _without(table: Any, paths: list[str], base: str) -> dict | None:
+    """``table`` without the keys at ``paths`` (schema errors); None when the error is the table itself."""
+    import copy
+
+    if not isinstance(table, dict):
+        return None
+    out = copy.deepcopy(table)
+    for path in paths:
+        keys = [k for k in path[len(base):].split(".") if k]
+        if not keys or any("[" in k for k in keys):
+            return None
+        node: Any = out
+        for k in keys[:-1]:
+            node = node.get(k) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return None
+        node.pop(keys[-1], None)
+    return out
 
 
 def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Diagnostic]:
