@@ -84,9 +84,10 @@ def test_seeded_histories_end_with_the_oracles_rows(tmp_path: Path) -> None:
             refused.append(seed)
     elapsed = time.monotonic() - t0
     print(f"\n{sum(outcomes.values())} histories of {STEPS} operations in {elapsed:.0f}s: {dict(outcomes)}; refused: {refused[:20]}")
-    # the races are real: some histories duplicated rows and compactor's planned repair took them out
-    assert outcomes["exact"] + outcomes["repaired"] >= 0.9 * sum(outcomes.values()), outcomes
     if len(seeds) >= 100:
+        # refusals are rare (another writer's UPDATE or a VACUUM got to the duplicate before any repair),
+        # and the races are real: some histories duplicated rows and compactor's planned repair took them out
+        assert outcomes["exact"] + outcomes["repaired"] >= 0.9 * sum(outcomes.values()), outcomes
         assert outcomes["repaired"] > 0, outcomes
 
 

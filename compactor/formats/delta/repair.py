@@ -22,7 +22,7 @@ import posixpath
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
@@ -163,6 +163,14 @@ def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, versio
     paths = {p for a in lineage.anomalies for p in a.excess}
     if proposal is not None:
         paths |= {*proposal.remove, *proposal.restore}
+    if proposal is not None and proposal.repairable:
+        # a repair proves itself on the files: one VACUUM deleted is refused now, in the plan
+        needed = sorted({*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep})
+        gone = [p for p in needed if not _exists(uri, p, storage_options)]
+        if gone:
+            proposal = replace(proposal, problems=(
+                f"{len(gone)} file(s) the repair must read are gone from storage (vacuumed?), e.g. {gone[0]}: "
+                "which rows are extra cannot be proved",))
     rows = _log_rows(lineage, paths)
     for p in [p for p, n in rows.items() if n is None]:
         rows[p] = _footer_rows(uri, storage_options, p)
