@@ -21,6 +21,24 @@ from compactor.cli.common import (
 )
 
 
+def apply_hint(plan, out: Path, project_dir: Path | str | None, target: str | None, default_out: Path) -> str:
+    """The next command, exactly as it must be typed; none when the plan must not be applied as it is."""
+    import shlex
+
+    if plan.totals.errors or plan.totals.duplicates:
+        return (f"Plan written to {out}. It has {plan.totals.errors} error(s)"
+                + (f" and {plan.totals.duplicates} table(s) with rows live twice" if plan.totals.duplicates else "")
+                + ": fix them and plan again before applying.")
+    if not plan.has_changes:
+        return f"Plan written to {out}. No changes: nothing to apply."
+    cmd = ["compactor", "apply", str(out)]
+    if project_dir not in (None, ".", Path(".")):
+        cmd += ["--project-dir", str(project_dir)]
+    if target:
+        cmd += ["--target", target]
+    return f"Plan written to {out}. Apply exactly this plan with: {shlex.join(cmd)}"
+
+
 @click.command("plan")
 @project_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -51,6 +69,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     compiled = compile_project(options)
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
+    if not compiled.policies:
+        return exit_codes.OK  # nothing selected: the plan file of the last real plan is left as it is
     if out is None:
         out = compiled.project.target_dir / "plan.json"
     prepare_output(out, "--out")
@@ -68,7 +88,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
         click.echo(render_markdown(plan))
     else:
         render_text(plan, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 140), partitions=partitions)
-        click.echo(f"Plan written to {out}. Apply exactly this plan with: compactor apply {out}")
+        click.echo(apply_hint(plan, out, project_dir, target, compiled.project.target_dir / "plan.json"))
     if metrics is not None:
         from compactor.output.metrics import write_metrics
 

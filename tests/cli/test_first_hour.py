@@ -142,3 +142,31 @@ def test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables() -> Non
     finally:
         os.chmod(sub, 0o755)
         shutil.rmtree(root)
+
+
+def test_item_9_the_printed_next_step_works_as_printed(tmp_path: Path) -> None:
+    """The hint carries --project-dir and --target when they were given, and running it as printed
+    applies the plan; a plan with errors or an empty selection gives no apply hint, and an empty
+    selection does not overwrite the last plan."""
+    import shlex
+
+    t = tmp_path / "lake" / "t"
+    n = make_table(t, partitions=1, appends=4, rows=5)
+    proj = project(tmp_path / "proj", _policy(("t", t)),
+                   profiles="default:\n  target: dev\n  outputs:\n    dev: {engine: local}\n    prod: {engine: local}\n")
+    r = cli("plan", "--project-dir", str(proj), "--target", "prod")
+    assert r.returncode == 0, r.stderr
+    hint = r.stdout.strip().splitlines()[-1]
+    assert "--target prod" in hint and "--project-dir" in hint, hint
+    cmd = shlex.split(hint.split("Apply exactly this plan with: ", 1)[1])
+    assert cmd[:2] == ["compactor", "apply"]
+    done = cli(*cmd[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    exactly_once(t, n)
+    plan_file = proj / "target" / "plan.json"
+    before = plan_file.read_bytes()
+    empty = cli("plan", "--project-dir", str(proj), "--select", "nothing_matches")
+    assert "Apply exactly this plan" not in empty.stdout and plan_file.read_bytes() == before
+    broken = project(tmp_path / "broken", _policy(("gone", tmp_path / "lake" / "gone")))
+    r = cli("plan", "--project-dir", str(broken))
+    assert r.returncode == 1 and "Apply exactly this plan" not in r.stdout and "fix them" in r.stdout
