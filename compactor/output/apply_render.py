@@ -58,7 +58,10 @@ class ProgressPrinter:
                 if r.status == "success":
                     self.done_bytes += r.bytes_removed
                 return
-            if r.status != "success":
+            if r.details.get("dry_run") and r.status == "skipped" and "would_rewrite_files" in r.details:
+                self.console.print(f"    -> would rewrite {r.details['would_rewrite_files']} file(s) (dry run: "
+                                   "preconditions hold, nothing written)", highlight=False)
+            elif r.status != "success":
                 self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
             else:
                 self.done_bytes += r.bytes_removed

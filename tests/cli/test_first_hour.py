@@ -170,3 +170,12 @@ def test_item_9_the_printed_next_step_works_as_printed(tmp_path: Path) -> None:
     broken = project(tmp_path / "broken", _policy(("gone", tmp_path / "lake" / "gone")))
     r = cli("plan", "--project-dir", str(broken))
     assert r.returncode == 1 and "Apply exactly this plan" not in r.stdout and "fix them" in r.stdout
+
+
+def test_item_9_a_dry_run_says_what_it_would_rewrite(tmp_path: Path) -> None:
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=2, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy(("t", t)))
+    r = cli("apply", "--project-dir", str(proj), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert (r.stdout + r.stderr).count("would rewrite 3 file(s)") == 2, r.stdout + r.stderr
