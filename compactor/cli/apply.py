@@ -45,12 +45,11 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
             fail_fast, replan_stale, fmt, metrics, watch, max_runtime, require_signature, fail_on_empty,
             debug) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
-    from rich.console import Console
-
     from compactor import api
     from compactor.cli.common import echo_json
     from compactor.errors import UsageError
     from compactor.output.apply_render import ProgressPrinter, render_run
+    from compactor.output.text import console as make_console
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     prepare_output(metrics, "--metrics")
@@ -69,7 +68,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
         if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
             return exit_codes.FAILURE
         plan_obj = api.plan(options)
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         render_text(plan_obj, console)
         failed = [t.name for t in plan_obj.tables if t.error]
         if not plan_obj.has_changes:
@@ -86,7 +85,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
             if not click.confirm("Apply this plan?", default=False):
                 click.echo("Apply cancelled.")
                 return exit_codes.OK
-    printer = ProgressPrinter(Console(stderr=True))
+    printer = ProgressPrinter(make_console(stderr=True))
     run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
                     require_key=key,
                     replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
@@ -98,7 +97,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
     if fmt == "json":
         echo_json(run.to_dict())
     else:
-        render_run(run, Console())
+        render_run(run, make_console())
     return exit_codes.OK if run.ok else exit_codes.FAILURE
 
 

@@ -31,11 +31,10 @@ def _histogram(sizes: list[int], width: int = 40) -> list[str]:
 @handle_errors
 def command(directory: Path, no_sink: bool, debug: bool) -> int:
     """Create a demo lake in DIRECTORY (default ./compactor-demo) and compact it end to end."""
-    from rich.console import Console
-
     from compactor import api
     from compactor.output.apply_render import render_run
     from compactor.output.plan_render import render_text
+    from compactor.output.text import console as make_console
     from compactor.output.text import plural, safe
     from compactor.project.model import ProjectOptions
     from compactor.tasks.demo import build_demo, table_snapshot
@@ -43,7 +42,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     from compactor.units import format_size
 
     # soft wrap: long lines (paths, commands to copy) are wrapped by the terminal, never split by rich
-    console = Console(soft_wrap=True)
+    console = make_console(soft_wrap=True)
     console.rule("[bold]compactor demo")
     demo = build_demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {safe(s)}"))
     for note in demo.notes:

@@ -16,9 +16,9 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, table, last, fmt, debug) -> int:
     """List past apply runs (from <target-path>/history)."""
-    from rich.console import Console
     from rich.table import Table
 
+    from compactor.output.text import console as make_console
     from compactor.output.text import safe
     from compactor.project.loader import load_project
     from compactor.tasks.history import load_history
@@ -38,5 +38,5 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
         t.add_row(safe(r.run_id), safe(r.finished_at[:19]), safe(r.engine), str(len({x.table for x in r.results})),
                   f"{r.totals.files_removed} -> {r.totals.files_added}", format_size(r.totals.bytes_rewritten),
                   f"{r.totals.duration_s:.1f}s", f"[red]{failed}[/]" if failed else "0")
-    Console().print(t)
+    make_console().print(t)
     return 0

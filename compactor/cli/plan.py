@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -56,10 +55,9 @@ def apply_hint(plan, out: Path, project_dir: Path | str | None, target: str | No
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
             detailed_exitcode, metrics, sign, fail_on_empty, debug) -> int:
     """Inspect the selected tables and write an execution plan (nothing is changed)."""
-    from rich.console import Console
-
     from compactor import api
     from compactor.output.plan_render import render_markdown, render_text
+    from compactor.output.text import console as make_console
     from compactor.output.text import safe
     from compactor.planning.plan import plan_to_dict
     from compactor.project.compile import compile_project
@@ -75,7 +73,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
         out = compiled.project.target_dir / "plan.json"
     prepare_output(out, "--out")
     prepare_output(metrics, "--metrics")
-    err_console = Console(stderr=True)
+    err_console = make_console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
             plan = api.plan(options, out=out, sign_key=key,
@@ -87,7 +85,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     elif fmt == "markdown":
         click.echo(render_markdown(plan))
     else:
-        render_text(plan, Console(soft_wrap=False, width=None if sys.stdout.isatty() else 140), partitions=partitions)
+        render_text(plan, make_console(), partitions=partitions)
         click.echo(apply_hint(plan, out, project_dir, target, compiled.project.target_dir / "plan.json"))
     if metrics is not None:
         from compactor.output.metrics import write_metrics

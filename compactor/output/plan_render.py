@@ -54,7 +54,8 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(f"{title}\n  [red]error:[/] {safe(t.error)}")
             continue
         if t.actions:
-            table = Table(title=title, title_justify="left", show_lines=False)
+            console.print(title, highlight=False)  # not the table's title: rich wraps that to the table width
+            table = Table(show_lines=False)
             for col in ("action", "partition", "files", "bytes", "rows / detail"):
                 table.add_column(col, overflow="fold")
             shown = t.actions if partitions else t.actions[:max_rows]

@@ -20,3 +20,21 @@ def safe(value: Any) -> str:
     """``str(value)`` with rich markup escaped: user and package text (table names, paths, errors,
     ``pip install 'compactor[spark]'``) must print exactly as written, never be read as markup."""
     return escape(str(value))
+
+
+#: the width of output that goes to a pipe or a file (a terminal's own width is used on a terminal):
+#: wide enough that table names, paths and run ids are never cut (rich would assume 80 columns)
+PIPE_WIDTH = 200
+
+
+def console(*, stderr: bool = False, soft_wrap: bool = False) -> Any:
+    """A rich Console for compactor's output: the terminal's width on a terminal, PIPE_WIDTH otherwise
+    (COLUMNS still wins when set)."""
+    import os
+    import sys
+
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
+    return Console(stderr=stderr, soft_wrap=soft_wrap, width=width)

@@ -179,3 +179,20 @@ def test_item_9_a_dry_run_says_what_it_would_rewrite(tmp_path: Path) -> None:
     r = cli("apply", "--project-dir", str(proj), "--dry-run")
     assert r.returncode == 0, r.stderr
     assert (r.stdout + r.stderr).count("would rewrite 3 file(s)") == 2, r.stdout + r.stderr
+
+
+def test_item_12_piped_output_is_not_cut_at_80_columns(tmp_path: Path) -> None:
+    name = "events_by_business_unit_and_region_daily_rollup_for_finance_reporting"
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=1, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy((name, t)))
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    for args in (("plan",), ("apply", "--auto-approve")):
+        r = subprocess.run([sys.executable, "-m", "compactor", *args, "--project-dir", str(proj)], cwd=REPO,
+                           capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        assert name in r.stdout, r.stdout
+    doc = json.loads((proj / "target" / "run_results.json").read_text())
+    r = subprocess.run([sys.executable, "-m", "compactor", "history", "--project-dir", str(proj)], cwd=REPO,
+                       capture_output=True, text=True, env=env)
+    assert doc["run_id"] in r.stdout, r.stdout
