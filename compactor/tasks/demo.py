@@ -64,10 +64,13 @@ def write_events_table(path: Path, *, days: int = 6, appends_per_day: int = 50, 
     return n
 
 
-def write_project(project_dir: Path, lake: Path) -> None:
+def write_project(project_dir: Path, lake: Path, *, with_sink: bool = True) -> None:
+    """The example project for the demo lake; the sink policy only when the sink was written (without
+    Java there is none, and a policy for a missing table would fail every plan of the project)."""
     src = resources.files("compactor").joinpath("example_project")
-    for rel in ("compactor.yml", "profiles.yml", "tables/events.yml", "tables/clicks_sink.yml",
-                "tables/orders_zorder.yml"):
+    files = ("compactor.yml", "profiles.yml", "tables/events.yml", "tables/orders_zorder.yml") \
+        + (("tables/clicks_sink.yml",) if with_sink else ())
+    for rel in files:
         text = src.joinpath(rel).read_text(encoding="utf-8")
         if rel == "compactor.yml":
             text = text.replace("lake_root: ./compactor-demo/lake", f"lake_root: {lake.as_posix()}")
@@ -96,7 +99,7 @@ def build_demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], 
             say("running a Structured Streaming query into `clicks_sink` ...")
             build_demo_sink(lake / "clicks_sink")
             demo.tables["clicks_sink"] = str(lake / "clicks_sink")
-    write_project(directory, lake.resolve())
+    write_project(directory, lake.resolve(), with_sink="clicks_sink" in demo.tables)
     return demo
 
 

@@ -196,3 +196,19 @@ def test_item_12_piped_output_is_not_cut_at_80_columns(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "compactor", "history", "--project-dir", str(proj)], cwd=REPO,
                        capture_output=True, text=True, env=env)
     assert doc["run_id"] in r.stdout, r.stdout
+
+
+def test_item_7_the_demos_suggested_next_step_works_without_java(tmp_path: Path) -> None:
+    """`compactor demo --no-sink` (what a machine without Java gets) suggests `compactor plan
+    --project-dir compactor-demo`; run as printed, it exits 0."""
+    import re
+    import shlex
+
+    r = subprocess.run([sys.executable, "-m", "compactor", "demo", "--no-sink"],
+                       cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    suggested = re.findall(r"`(compactor plan --project-dir [^`]+)`", r.stdout)
+    assert suggested, r.stdout
+    cmd = shlex.split(suggested[-1])
+    nxt = subprocess.run([sys.executable, "-m", "compactor", *cmd[1:]], cwd=tmp_path, capture_output=True, text=True)
+    assert nxt.returncode == 0, nxt.stdout + nxt.stderr
