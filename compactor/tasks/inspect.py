@@ -94,7 +94,8 @@ def _recommend(report_logs: list[LogHealth], policy: Mapping[str, Any], kind: st
 
 
 def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
-                 policy: Mapping[str, Any] | None = None, horizon: int | None = None) -> InspectReport:
+                 policy: Mapping[str, Any] | None = None, horizon: int | None = None,
+                 table_policy: Any = None) -> InspectReport:
     """``policy`` (optional): the settings of the compactor policy that manages the table, to compare
     against (compact_interval, min_batches_to_retain, retention, min_file_size). ``horizon``: how many of
     the newest Delta commits to scan for duplicate rewrites. ``path``: a local path or an object-store URI
@@ -112,14 +113,16 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
         from compactor.formats.delta.state import read_delta_state
 
         state = read_delta_state(path, storage_options)
-        report = _data_report(path, "delta", state, small, [], policy)
+        report = _data_report(path, "delta", state, small, [], policy, planned=_planned(table_policy, path,
+                                                                                        storage_options))
         return _delta_extras(report, state, storage_options, policy_given, horizon)
     if st.is_dir("_spark_metadata"):
         from compactor.formats.file_sink.state import read_sink_state
 
         state = read_sink_state(path, storage_options)
         lh = _log_health(sub("_spark_metadata"), int(state.extra.get("compact_entries", 0)), storage_options)
-        return _data_report(path, "spark_file_sink", state, small, [lh], policy)
+        return _data_report(path, "spark_file_sink", state, small, [lh], policy,
+                            planned=_planned(table_policy, path, storage_options))
     _, dirs = st.list_dir("")
     names = {d.rsplit("/", 1)[-1] for d in dirs}
     if names & {"offsets", "commits", "sources"}:
@@ -167,12 +170,38 @@ def _delta_extras(report: InspectReport, state: TableState, storage_options: Map
                    recommendations=tuple(recs))
 
 
+def _planned(table_policy: Any, path: str, storage_options: Mapping[str, str] | None) -> str | None:
+    """The planner's own verdict for the table under its policy (one source of truth with `plan`)."""
+    if table_policy is None:
+        return None
+    import datetime as dt
+    from collections import Counter
+    from dataclasses import replace
+
+    from compactor.formats import get_format
+
+    fmt = get_format(table_policy.format)
+    pol = replace(table_policy, path=path)
+    state = fmt.read_state(path, storage_options or {}, pol)
+    plan = fmt.plan_table(pol, state, now=dt.datetime.now(dt.UTC), engine="local")
+    if plan.error:
+        return f"the policy's plan: error: {plan.error}"
+    if plan.actions:
+        kinds = Counter(a.type for a in plan.actions)
+        return ("the policy's plan: " + ", ".join(f"{k} x{n}" for k, n in kinds.items())
+                + f" (files {plan.files_before} -> {plan.files_after}); `compactor plan` then `compactor apply`")
+    skips = Counter(s.reason for s in plan.skipped)
+    return "the policy's plan: no change (" + ", ".join(f"{k} x{n}" for k, n in skips.items()) + ")"
+
+
 def _data_report(path: str, kind: str, state: TableState, small: int, logs: list[LogHealth],
-                 policy: dict[str, Any]) -> InspectReport:
+                 policy: dict[str, Any], planned: str | None = None) -> InspectReport:
     parts = _partitions(state, small)
     n_small = sum(p.small_files for p in parts)
     share = n_small / state.file_count if state.file_count else 0.0
-    recs = _recommend(logs, policy, kind, share, n_small)
+    # under a policy the planner decides (what `compactor plan` says), not a small-file share
+    recs = ([planned] if planned else []) + _recommend(logs, policy, kind, share if planned is None else 0.0,
+                                                        n_small)
     if state.extra.get("delete_entries"):
         recs.append(f"the manifest has {state.extra['delete_entries']} 'delete' entries: Spark >= 3.1 ignores them "
                     "and lists those files again")

@@ -212,3 +212,25 @@ def test_item_7_the_demos_suggested_next_step_works_without_java(tmp_path: Path)
     cmd = shlex.split(suggested[-1])
     nxt = subprocess.run([sys.executable, "-m", "compactor", *cmd[1:]], cwd=tmp_path, capture_output=True, text=True)
     assert nxt.returncode == 0, nxt.stdout + nxt.stderr
+
+
+def test_item_8_and_10_inspect_reports_the_planners_decision_for_a_project_table(tmp_path: Path) -> None:
+    """Right after compaction, `inspect` under the policy says what `plan` says (no change), not "100% of
+    files are small"; a table name from the project works as PATH, with one --project-dir for policies
+    and credentials."""
+    t = tmp_path / "lake" / "events"
+    make_table(t, partitions=3, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy(("events", t)))
+    before = cli("inspect", "events", "--project-dir", str(proj))
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert "the policy's plan: compact x3" in before.stdout, before.stdout
+    assert cli("apply", "--project-dir", str(proj), "--auto-approve").returncode == 0
+    plan = json.loads(cli("plan", "--project-dir", str(proj), "--format", "json").stdout)
+    reasons = sorted(s["reason"] for s in plan["tables"][0]["skipped"])
+    for args in (("events",), (str(t), "--table", "events")):
+        after = cli("inspect", *args, "--project-dir", str(proj))
+        assert after.returncode == 0, after.stdout + after.stderr
+        assert f"no change (already_compact x{reasons.count('already_compact')})" in after.stdout, after.stdout
+        assert "are small: compact them" not in after.stdout
+    old = cli("inspect", str(t), "--policy-project", str(proj), "--table", "events")
+    assert old.returncode == 0 and "deprecated" in old.stderr

@@ -263,7 +263,7 @@ def test_inspect_warns_about_auto_compaction_under_a_policy(tmp_path: Path) -> N
     make_table(t, partitions=1, appends=2, rows=5)
     DeltaTable(str(t)).alter.set_table_properties({"delta.autoOptimize.autoCompact": "true"})
     proj = one_table_project(tmp_path / "proj", t)
-    r = run("inspect", str(t), "--policy-project", str(proj), "--table", "t", "--format", "json")
+    r = run("inspect", str(t), "--project-dir", str(proj), "--table", "t", "--format", "json")
     assert r.exit_code == 0, r.output
     (w,) = json.loads(r.output)["warnings"]
     assert "delta.autoOptimize.autoCompact=true" in w
