@@ -25,6 +25,9 @@ COMMANDS = {
     "report": "report",
     "schema": "schema",
     "repair": "repair",
+    "ls": "ls",
+    "show": "show",
+    "debug": "debug",
 }
 
 

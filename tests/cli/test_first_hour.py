@@ -234,3 +234,30 @@ def test_item_8_and_10_inspect_reports_the_planners_decision_for_a_project_table
         assert "are small: compact them" not in after.stdout
     old = cli("inspect", str(t), "--policy-project", str(proj), "--table", "events")
     assert old.returncode == 0 and "deprecated" in old.stderr
+
+
+def test_new_commands_ls_show_and_debug(tmp_path: Path) -> None:
+    a, b = tmp_path / "lake" / "a", tmp_path / "lake" / "b"
+    make_table(a, partitions=1, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy(("a", a), ("b", b)))
+    ls = cli("ls", "--project-dir", str(proj), "--select", "a", "--format", "json")
+    assert ls.returncode == 0, ls.stderr
+    (row,) = json.loads(ls.stdout)["tables"]
+    assert (row["name"], row["format"], row["location"]) == ("a", "delta", str(a))
+    assert row["source"].startswith("policies/p.yml:")
+    # debug: one line per check, exit 1 because table b's store has no Delta table
+    dbg = cli("debug", "--project-dir", str(proj))
+    assert dbg.returncode == 1, dbg.stdout + dbg.stderr
+    assert f"OK   table a: {a}" in dbg.stdout and f"FAIL table b: {b}: no _delta_log there" in dbg.stdout
+    assert cli("debug", "--project-dir", str(proj), "--select", "a").returncode == 0
+    # show: a saved plan rendered again (as terraform show), an edited one refused
+    assert cli("plan", "--project-dir", str(proj), "--select", "a").returncode == 0
+    plan_file = proj / "target" / "plan.json"
+    shown = cli("show", str(plan_file))
+    assert shown.returncode == 0 and "compact" in shown.stdout and "date=2024-01-01" in shown.stdout
+    md = cli("show", str(plan_file), "--format", "markdown")
+    assert md.returncode == 0 and md.stdout.startswith("### compactor plan")
+    doc = json.loads(cli("show", str(plan_file), "--format", "json").stdout)
+    assert doc["digest"] == json.loads(plan_file.read_text())["digest"]
+    plan_file.write_text(plan_file.read_text().replace('"reason":"', '"reason":"edited '))
+    assert cli("show", str(plan_file)).returncode == 2

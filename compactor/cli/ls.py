@@ -1,0 +1,42 @@
+"""`compactor ls`: the selected tables, their format, location and policy summary (dbt ls)."""
+
+from __future__ import annotations
+
+import click
+
+from compactor.cli import exit_codes
+from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
+
+
+@click.command("ls")
+@project_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@debug_option
+@handle_errors
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
+    """List the selected tables (honours --select/--exclude): name, format, location, policy summary and
+    the policy file it comes from. Reads no table."""
+    from compactor import api
+    from compactor.output.text import console, safe
+    from compactor.units import format_size
+
+    compiled = api.compile_project(build_options(project_dir, profiles_dir, target, vars_text, select, exclude))
+    rows = []
+    for p in compiled.policies:
+        c = p.compaction
+        summary = ("disabled" if not p.enabled else
+                   f"{c.strategy} to {format_size(c.target_file_size)}" if c.enabled else "compaction off")
+        if p.retention is not None and p.retention.vacuum.enabled:
+            summary += ", vacuum"
+        rows.append({"name": p.name, "format": p.format, "location": p.path or (p.discover and "discover") or "-",
+                     "policy": summary, "tags": list(p.tags), "source": str(p.source)})
+    if fmt == "json":
+        echo_json({"tables": rows})
+        return exit_codes.OK
+    out = console()
+    for r in rows:
+        out.print(f"{safe(r['name'])}  {r['format']}  {safe(r['location'])}  {safe(r['policy'])}"
+                  + (f"  tags: {', '.join(map(safe, r['tags']))}" if r["tags"] else "") + f"  ({safe(r['source'])})",
+                  highlight=False)
+    out.print(f"{len(rows)} table(s)", highlight=False)
+    return exit_codes.OK

@@ -1,0 +1,74 @@
+"""The checks behind `compactor debug`: each one line, none raises (a failure is a line saying why)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from compactor.project.model import ProjectOptions
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Iterator[Check]:
+    from compactor.errors import CompactorError
+    from compactor.project.compile import compile_project
+    from compactor.runtime.storage import redact, register_secrets, storage_for
+    from compactor.tasks.plan import expand_policies
+
+    try:
+        compiled = compile_project(options)
+    except CompactorError as e:
+        yield Check("project", False, str(e))
+        return
+    errors = [d for d in compiled.diagnostics if getattr(d, "severity", "error") == "error"]
+    yield Check("project", not errors, f"{compiled.project.name} at {compiled.project.root}"
+                + (f": {len(errors)} validation error(s) (`compactor validate`)" if errors else ""))
+    t = compiled.target
+    yield Check("profile", True, f"{t.profile}, target {t.name}, {t.engine} engine")
+    register_secrets(t.storage_options)
+    discovered: dict[str, Exception] = {}
+    for p in expand_policies(compiled.policies, compiled.project.root, t.storage_options, discovered):
+        if p.name in discovered:
+            yield Check(f"table {p.name}", False, redact(str(discovered[p.name])))
+            continue
+        if p.path is None:
+            yield Check(f"table {p.name}", t.engine == "spark", "a catalog table: resolved by Spark at plan time")
+            continue
+        marker = "_delta_log" if p.format == "delta" else "_spark_metadata"
+        try:
+            found = storage_for(p.path, t.storage_options).is_dir(marker)
+            yield Check(f"table {p.name}", found, f"{redact(p.path)}" + ("" if found else f": no {marker} there"))
+        except Exception as e:  # noqa: BLE001 - a store we cannot reach is this check's answer
+            yield Check(f"table {p.name}", False, f"{redact(p.path)}: {redact(str(e).splitlines()[0])}")
+    if t.engine == "spark":
+        yield from _spark_checks(t, spark_session)
+
+
+def _spark_checks(target: object, spark_session: bool) -> Iterator[Check]:
+    import importlib.util
+
+    java = shutil.which("java")
+    if java is None:
+        yield Check("java", False, "no `java` on PATH (Spark needs Java 17 or 21)")
+    else:
+        r = subprocess.run([java, "-version"], capture_output=True, text=True)
+        yield Check("java", r.returncode == 0, (r.stderr or r.stdout).splitlines()[0] if (r.stderr or r.stdout) else java)
+    has_pyspark = importlib.util.find_spec("pyspark") is not None
+    yield Check("pyspark", has_pyspark, "importable" if has_pyspark else "not installed (pip install 'compactor[spark]')")
+    if spark_session and java and has_pyspark:
+        try:
+            from compactor.engines.spark_session import delta_jars_available, get_or_create_session
+
+            spark = get_or_create_session(getattr(target, "spark", None))
+            ok = delta_jars_available(spark)
+            yield Check("delta jars", ok, "io.delta.tables.DeltaTable loads" if ok else "not on the classpath")
+        except Exception as e:  # noqa: BLE001
+            yield Check("delta jars", False, str(e).splitlines()[0])
