@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -139,6 +140,9 @@ def handle_errors(f: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         _configure_logging(debug)
+        if not debug:  # Spark's and Ivy's output goes to a file, not between compactor's lines
+            project = Path(kwargs.get("project_dir") or ".")
+            os.environ.setdefault("COMPACTOR_SPARK_LOG", str(project / "target" / "spark.log"))
         install_log_redaction()  # storage option values never reach a log line
         try:
             code = f(*args, **kwargs)

@@ -4,9 +4,12 @@ one from the profile, with the Delta Lake jars loaded the way users load them
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from compactor.errors import UsageError
@@ -40,12 +43,47 @@ def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequ
     return builder
 
 
+#: where the JVM's own output goes (Ivy resolution, log4j, stage progress): set by the CLI to
+#: ``target/spark.log`` unless --debug; unset, the JVM writes to this process's stderr
+SPARK_LOG_ENV = "COMPACTOR_SPARK_LOG"
+
+
+@contextlib.contextmanager
+def _jvm_output_to_file() -> Iterator[None]:
+    """The JVM inherits file descriptor 2 when it starts: point it at the log file for the launch (the
+    JVM keeps it for its lifetime), then give this process its stderr back."""
+    path = os.environ.get(SPARK_LOG_ENV)
+    if not path:
+        yield
+        return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    saved = os.dup(2)
+    sys.stderr.flush()
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
 def build_session(master: str = "local[*]", app_name: str = "compactor", conf: Mapping[str, str] | None = None,
                   *, delta_jars: bool | str = "auto", packages: Sequence[str] = ()) -> Any:
+    with _jvm_output_to_file():
+        return _build_session(master, app_name, conf, delta_jars=delta_jars, packages=packages)
+
+
+def _build_session(master: str, app_name: str, conf: Mapping[str, str] | None, *, delta_jars: bool | str,
+                   packages: Sequence[str]) -> Any:
     """A new SparkSession (the JVM starts here). ``delta_jars``: "auto" loads the Delta jars when
     delta-spark is installed and Ivy resolves them, else starts without (native OPTIMIZE unavailable,
     the rewrite path still works); True requires them; False never loads them."""
     conf = {"spark.ui.enabled": "false", **dict(conf or {}), **REQUIRED_CONF}
+    if os.environ.get(SPARK_LOG_ENV):  # no stage progress bars between compactor's own lines
+        conf.setdefault("spark.ui.showConsoleProgress", "false")
     want_delta = delta_jars is True or delta_jars == "auto"
     if want_delta:
         try:

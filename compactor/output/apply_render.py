@@ -53,8 +53,9 @@ class ProgressPrinter:
             r = data["result"]
             if r.details.get("commit_group"):  # one line per partition of a commit group
                 part = "/".join(f"{k}={v}" for k, v in r.partition.items()) or "(table)"
+                how = f" ({r.details['method']})" if r.details.get("method") else ""
                 self.console.print(f"    {safe(part)}: {safe(r.status)} {r.files_removed} -> {r.files_added} file(s)"
-                                   f"{': ' + safe(r.error) if r.error else ''}", highlight=False)
+                                   f"{how}{': ' + safe(r.error) if r.error else ''}", highlight=False)
                 if r.status == "success":
                     self.done_bytes += r.bytes_removed
                 return

@@ -261,3 +261,26 @@ def test_new_commands_ls_show_and_debug(tmp_path: Path) -> None:
     assert doc["digest"] == json.loads(plan_file.read_text())["digest"]
     plan_file.write_text(plan_file.read_text().replace('"reason":"', '"reason":"edited '))
     assert cli("show", str(plan_file)).returncode == 2
+
+
+def test_item_6_a_spark_apply_keeps_spark_and_ivy_out_of_the_terminal_and_names_the_method(tmp_path: Path) -> None:
+    import shutil
+
+    import pytest
+
+    if shutil.which("java") is None:
+        pytest.skip("no Java on this machine: the spark engine cannot start")
+    t = tmp_path / "lake" / "t"
+    n = make_table(t, partitions=2, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy(("t", t)),
+                   profiles="default:\n  outputs:\n    dev: {engine: spark, spark: {master: 'local[1]'}}\n")
+    p = _apply(proj)
+    out = p.communicate(timeout=600)[0]
+    assert p.returncode == 0, out
+    noise = [line for line in out.splitlines()
+             if any(k in line for k in (":: resolving", "ivy", "Ivy", "[Stage", "WARN ", "log4j", "SparkContext"))]
+    assert not noise, "\n".join(noise[:10])
+    assert "(native OPTIMIZE)" in out or "(rewrite)" in out, out
+    log = proj / "target" / "spark.log"
+    assert log.exists() and log.stat().st_size > 0
+    exactly_once(t, n)

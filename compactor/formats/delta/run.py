@@ -411,7 +411,7 @@ def _rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
             bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
             rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
             removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
-            details={"bins": len(rewrites[k].bins), "commit_group": len(keep)})
+            details={"bins": len(rewrites[k].bins), "commit_group": len(keep), "method": "rewrite"})
         outcomes.append(outcome)
         results.append(outcome)
     _after_group_commit(ctx, dt, own, [r for f in keep for r in f[0]], outcomes)
@@ -718,7 +718,8 @@ def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
         bytes_added=sum(int(a.get("size") or 0) for a in adds.values()),
         rows_removed=action.rows, rows_added=action.rows if adds else 0,
         version_before=whole.version_before, version_after=whole.version_after,
-        removed_paths=tuple(removes), added_paths=tuple(adds), details={**details, "commit_group": True})
+        removed_paths=tuple(removes), added_paths=tuple(adds),
+        details={**details, "commit_group": True, "method": "native OPTIMIZE"})
 
 
 # ----------------------------------------------------------------------------- retention
