@@ -284,3 +284,40 @@ def test_item_6_a_spark_apply_keeps_spark_and_ivy_out_of_the_terminal_and_names_
     log = proj / "target" / "spark.log"
     assert log.exists() and log.stat().st_size > 0
     exactly_once(t, n)
+
+
+def test_readme_quickstart_end_to_end_following_every_printed_hint(tmp_path: Path) -> None:
+    """README's Quickstart as subprocesses on a real table: init, point the example policy at the table,
+    validate, plan, then the apply command exactly as `plan` printed it."""
+    import re
+    import shlex
+
+    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+        r = subprocess.run([sys.executable, "-m", "compactor", *args], cwd=cwd, capture_output=True, text=True)
+        assert "Traceback" not in r.stderr, r.stderr
+        return r
+
+    t = tmp_path / "lake" / "events"
+    n = make_table(t, partitions=2, appends=6, rows=5)
+    r = run("init", "my-lake", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "then run `compactor validate`" in r.stdout
+    lake = tmp_path / "my-lake"
+    example = lake / "policies" / "example.yml"
+    text = example.read_text().replace("\"{{ var('lake_root') }}/events\"", f'"{t}"')
+    text = re.sub(r"\n\s+partitions:\n\s+lookback:[^\n]*", "", text)  # the test table's dates are old
+    text = re.sub(r"quiet_period: 15m", "quiet_period: 0s", text)  # and were written a moment ago
+    text = text.replace("min_input_files: 5", "min_input_files: 2")
+    example.write_text(text)
+    assert run("validate", cwd=lake).returncode == 0
+    plan = run("plan", cwd=lake)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    (hint,) = re.findall(r"Apply exactly this plan with: (.+)", plan.stdout)
+    cmd = shlex.split(hint)
+    assert cmd[:2] == ["compactor", "apply"]
+    applied = run(*cmd[1:], cwd=lake)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    exactly_once(t, n)
+    assert json.loads((lake / "target" / "run_results.json").read_text())["totals"]["succeeded"] == 2
+    again = run("plan", "--detailed-exitcode", cwd=lake)
+    assert again.returncode == 0, again.stdout
