@@ -49,6 +49,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
         click.echo(f"{s.table}  ({s.path})")
         for k, v in s.spark_conf.items():
             click.echo(f'  spark.conf.set("{k}", "{v}")')
+        for k, v in s.read_stream_options.items():
+            click.echo(f'  .readStream.option("{k}", "{v}")')
         for k, v in s.write_stream_options.items():
             click.echo(f'  .writeStream.option("{k}", "{v}")')
         for n in s.notes:

@@ -214,6 +214,21 @@ def _retention(ctx: _Ctx, r: Mapping[str, Any]) -> m.Retention:
                        manage_properties=r.get("manage_properties", True))
 
 
+def _file_source(ctx: _Ctx, s: Mapping[str, Any]) -> m.FileSource:
+    p = "sink.source"
+    src = m.FileSource(compact_interval=s.get("compact_interval"),
+                       cleanup_delay=ctx.duration(s, "cleanup_delay", p, None),
+                       max_file_age=ctx.duration(s, "max_file_age", p, None), clean_source=s.get("clean_source"),
+                       source_archive_dir=s.get("source_archive_dir"))
+    if src.clean_source == "archive" and not src.source_archive_dir:
+        ctx.error(f"{p}.clean_source", "archive_without_dir", "clean_source: archive needs source_archive_dir",
+                  "e.g. source_archive_dir: s3://bucket/archive/clicks")
+    if src.source_archive_dir and src.clean_source != "archive":
+        ctx.error(f"{p}.source_archive_dir", "archive_dir_unused",
+                  "source_archive_dir is used only with clean_source: archive", severity="warning")
+    return src
+
+
 def _sink(ctx: _Ctx, s: Mapping[str, Any]) -> m.Sink:
     p = "sink"
     sink = m.Sink(
@@ -224,6 +239,7 @@ def _sink(ctx: _Ctx, s: Mapping[str, Any]) -> m.Sink:
         quiet_period=ctx.duration(s, "quiet_period", p, 600) or 0, checkpoint=s.get("checkpoint"),
         downstream_streaming_readers=s.get("downstream_streaming_readers", "unknown"),
         prune=s.get("prune", False), prune_delete_files=s.get("prune_delete_files", False),
+        source=_file_source(ctx, s["source"]) if isinstance(s.get("source"), Mapping) else None,
     )
     if sink.prune and sink.retention is None:
         ctx.error(f"{p}.prune", "prune_without_retention", "sink.prune needs sink.retention", "e.g. retention: 30d")

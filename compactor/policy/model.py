@@ -113,6 +113,17 @@ class Retention:
 
 
 @dataclass(frozen=True)
+class FileSource:
+    """The streaming query's file source: its checkpoint's ``sources/N`` log grows like the sink's."""
+
+    compact_interval: int | None = None
+    cleanup_delay: int | None = None
+    max_file_age: int | None = None
+    clean_source: str | None = None
+    source_archive_dir: str | None = None
+
+
+@dataclass(frozen=True)
 class Sink:
     """Settings for Spark Structured Streaming file-sink outputs (format: spark_file_sink)."""
 
@@ -133,6 +144,8 @@ class Sink:
     prune: bool = False
     #: with prune: also delete the pruned data files after grace_period
     prune_delete_files: bool = False
+    #: the writing query's file source (its settings are emitted by `compactor compile`)
+    source: FileSource | None = None
 
 
 @dataclass(frozen=True)

@@ -321,3 +321,21 @@ def test_readme_quickstart_end_to_end_following_every_printed_hint(tmp_path: Pat
     assert json.loads((lake / "target" / "run_results.json").read_text())["totals"]["succeeded"] == 2
     again = run("plan", "--detailed-exitcode", cwd=lake)
     assert again.returncode == 0, again.stdout
+
+
+def test_compile_emits_the_file_sources_settings_next_to_the_sinks(tmp_path: Path) -> None:
+    policy = ("version: 1\ntables:\n  - name: clicks\n    path: /lake/clicks\n    format: spark_file_sink\n"
+              "    sink:\n      compact_interval: 10\n      downstream_streaming_readers: none\n"
+              "      source: {compact_interval: 20, cleanup_delay: 10m, max_file_age: 7d, clean_source: archive,"
+              " source_archive_dir: /archive/clicks}\n")
+    proj = project(tmp_path / "proj", policy)
+    r = cli("compile", "--project-dir", str(proj), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    (s,) = json.loads(r.stdout)["streaming_policies"]
+    assert s["spark_conf"]["spark.sql.streaming.fileSink.log.compactInterval"] == "10"
+    assert s["spark_conf"]["spark.sql.streaming.fileSource.log.compactInterval"] == "20"
+    assert s["spark_conf"]["spark.sql.streaming.fileSource.log.cleanupDelay"] == "600000"
+    assert s["read_stream_options"] == {"maxFileAge": "7d", "cleanSource": "archive",
+                                        "sourceArchiveDir": "/archive/clicks"}
+    text = cli("compile", "--project-dir", str(proj))
+    assert '.readStream.option("cleanSource", "archive")' in text.stdout

@@ -16,10 +16,13 @@ class WriterSettings:
     spark_conf: dict[str, str] = field(default_factory=dict)
     write_stream_options: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: options of the query's file source (readStream), when the policy declares one
+    read_stream_options: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "path": self.path, "spark_conf": dict(self.spark_conf),
-                "write_stream_options": dict(self.write_stream_options), "notes": list(self.notes)}
+                "write_stream_options": dict(self.write_stream_options),
+                "read_stream_options": dict(self.read_stream_options), "notes": list(self.notes)}
 
 
 def _duration(seconds: int) -> str:
@@ -49,4 +52,19 @@ def writer_settings(policy: TablePolicy) -> WriterSettings:
     if s.quiet_period:
         notes.append(f"compactor compacts only after the writer has been quiet for {_duration(s.quiet_period)}: "
                      "schedule it between runs of the query (e.g. after trigger(availableNow=True))")
-    return WriterSettings(policy.name, policy.path or "", conf, opts, tuple(notes))
+    read: dict[str, str] = {}
+    src = s.source
+    if src is not None:
+        if src.compact_interval is not None:
+            conf["spark.sql.streaming.fileSource.log.compactInterval"] = str(src.compact_interval)
+        if src.cleanup_delay is not None:
+            conf["spark.sql.streaming.fileSource.log.cleanupDelay"] = f"{src.cleanup_delay * 1000}"  # milliseconds
+        if src.max_file_age is not None:
+            read["maxFileAge"] = _duration(src.max_file_age)
+        if src.clean_source is not None:
+            read["cleanSource"] = src.clean_source
+        if src.source_archive_dir:
+            read["sourceArchiveDir"] = src.source_archive_dir
+        notes.append("the file source's log (checkpoint sources/N) keeps an entry per input file: maxFileAge bounds "
+                     "what it remembers, cleanSource moves or deletes inputs once processed")
+    return WriterSettings(policy.name, policy.path or "", conf, opts, tuple(notes), read)
