@@ -76,3 +76,12 @@ def provably_dead(ident: str) -> bool:
         return False  # another kernel or another PID namespace: this pid means another process there
     now = _start_ticks(int(pid))
     return now is None or now != start
+
+
+def identity_of(pid: int) -> str:
+    """The identity of process ``pid`` in this PID namespace, as it would write it itself; for a pid
+    no process has, one that is provably dead (tests build the journals and leases of other runs)."""
+    me = _this_process()
+    if me is None:
+        return ""
+    return "|".join((me[0], me[1], str(pid), _start_ticks(pid) or "0"))

@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 
 from compactor.formats import get_format
 from compactor.project.model import Target
+from compactor.runtime import liveness
 from compactor.runtime.journal import JournalEntry, journal_dir
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
@@ -35,7 +36,8 @@ def _journal(t: Path, folders: list[str], started: float, heartbeat: float, pid:
     jdir = journal_dir(str(t))
     jdir.mkdir(parents=True, exist_ok=True)
     entry = JournalEntry("run-x", "run-x:t:0", str(t), DeltaTable(str(t)).version(), outputs=outputs or [],
-                         folders=folders, pid=pid, started_at=started, heartbeat_at=heartbeat)
+                         folders=folders, pid=pid, started_at=started, heartbeat_at=heartbeat,
+                         identity=liveness.identity_of(pid))
     path = jdir / "run-x-t-0.json"
     path.write_text(json.dumps(entry.__dict__))
     return path

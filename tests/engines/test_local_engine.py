@@ -76,7 +76,7 @@ def test_vacuum_dry_run_lists_files_and_real_run_deletes_only_removed_files(tmp_
     removed = {f for f in (p.name for p in (t / "date=2024-01-01").glob("*.parquet"))} - {
         Path(f["path"]).name for f in _live(t)}
     assert len(removed) == 5
-    vacuum = VacuumAction(retention_hours=0)
+    vacuum = VacuumAction(retention_hours=0, precondition=Precondition.of(None, ()))
     run = apply_plan(_plan(t, vacuum), target=Target(), dry_run=True)
     (r,) = run.results
     assert r.status == "skipped" and r.details["file_count"] == 5
@@ -93,7 +93,7 @@ def test_vacuum_never_goes_below_the_tables_retention(tmp_path: Path) -> None:
     make_table(t, partitions=1, appends=3)
     DeltaTable(str(t)).optimize.compact()
     before = sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet"))
-    run = apply_plan(_plan(t, VacuumAction(retention_hours=1)), target=Target())
+    run = apply_plan(_plan(t, VacuumAction(retention_hours=1, precondition=Precondition.of(None, ()))), target=Target())
     (r,) = run.results
     assert r.status == "error" and "below the table's delta.deletedFileRetentionDuration (168h)" in r.error
     assert sorted(p.name for p in (t / "date=2024-01-01").glob("*.parquet")) == before
@@ -103,7 +103,7 @@ def test_set_properties(tmp_path: Path) -> None:
     t = tmp_path / "t"
     make_table(t, partitions=1, appends=1)
     props = {"delta.deletedFileRetentionDuration": "interval 14 days", "delta.logRetentionDuration": "interval 60 days"}
-    run = apply_plan(_plan(t, SetPropertiesAction(properties=props)), target=Target())
+    run = apply_plan(_plan(t, SetPropertiesAction(properties=props, precondition=Precondition.of(None, ()))), target=Target())
     assert run.ok, run.results[0].error
     conf = DeltaTable(str(t)).metadata().configuration
     assert {k: conf[k] for k in props} == props

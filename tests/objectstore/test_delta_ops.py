@@ -107,7 +107,7 @@ def _foreign_entry(st: Storage, uri: str, outputs: list[str], heartbeat_age: flo
                    ended=None):
     """A journal entry of a run on another host (no pid check possible: only its heartbeat tells)."""
     now = time.time()
-    e = JournalEntry("r", "r:t:0", uri, 0, outputs=outputs, folders=list(folders), host="other-host", pid=1,
+    e = JournalEntry("r", "r:t:0", uri, 0, outputs=outputs, folders=list(folders), host="other-host", pid=1, identity="",
                      started_at=started if started is not None else now - heartbeat_age - 5,
                      heartbeat_at=now - heartbeat_age, ended_at=ended)
     st.write_bytes(f"{JOURNAL_PREFIX}/r-t-0.json", json.dumps(e.__dict__).encode())
@@ -123,7 +123,11 @@ def test_recover_judges_other_hosts_by_heartbeat(store_root):
     fmt = get_format("delta")
     _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=1)  # alive elsewhere: hands off
     assert fmt.recover(uri, so, grace_s=0) == [] and st.exists(orphan)
-    _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=600)  # dead: its uncommitted output goes
+    # nothing about another host is provable: its run is over once its heartbeat is older than the lease
+    # TTL (15 minutes), after which its lease has expired and its fence refuses any commit
+    _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=600)
+    assert fmt.recover(uri, so, grace_s=0) == [] and st.exists(orphan)
+    _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=1000)
     assert fmt.recover(uri, so, grace_s=3600) == [orphan]
     assert not st.exists(orphan) and st.exists(live[0]) and journals(uri, so) == []
     exactly_once(uri, so, n)

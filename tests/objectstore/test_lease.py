@@ -127,7 +127,11 @@ def test_dead_holder_on_this_host_is_taken_over(store_root):
     import socket
 
     st = Storage.for_uri(store_root.uri, store_root.storage_options)
-    dead = LeaseInfo("dead", socket.gethostname(), dead_pid, "dead-run", time.time(), time.time() + 3600)
+    from compactor.runtime import liveness
+
+    # same kernel boot and PID namespace, and no process with that pid: provably gone
+    dead = LeaseInfo("dead", socket.gethostname(), dead_pid, "dead-run", time.time(), time.time() + 3600,
+                     token="x", identity=liveness.identity_of(dead_pid))
     st.write_bytes(LEASE_PATH, json.dumps(dead.__dict__).encode())
     b = lease(store_root, "b")
     b.acquire()
