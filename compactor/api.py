@@ -42,12 +42,13 @@ def plan(
     out: Path | None = None,
     progress: Any = None,
     sign_key: bytes | None = None,
+    compiled: CompiledProject | None = None,
 ) -> Plan:
     """Inspect the selected tables and build a plan (a pure function of policies, states and now).
     Writes it to ``out`` when given, signed with ``sign_key`` when given."""
     from compactor.tasks.plan import plan_project
 
-    return plan_project(options, now=now, out=out, progress=progress, sign_key=sign_key)
+    return plan_project(options, now=now, out=out, progress=progress, sign_key=sign_key, compiled=compiled)
 
 
 def apply(
@@ -63,6 +64,7 @@ def apply(
     watch_s: float | None = None,
     max_runtime_s: float | None = None,
     require_key: bytes | None = None,
+    compiled: CompiledProject | None = None,
 ) -> RunResults:
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
     Writes run results under the project's target path. ``watch_s``: how long to keep watching each
@@ -73,7 +75,7 @@ def apply(
     return apply_project(
         options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
         replan_stale=replan_stale, now=now, progress=progress, watch_s=watch_s, max_runtime_s=max_runtime_s,
-        require_key=require_key,
+        require_key=require_key, compiled=compiled,
     )
 
 

@@ -61,13 +61,14 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                                   "--require-signature")
         key = plan_key("--require-signature")
     plan_obj = None
+    compiled = None
     if plan_file is None:
         from compactor.output.plan_render import render_text
 
         compiled = api.compile_project(options)
         if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
             return exit_codes.FAILURE
-        plan_obj = api.plan(options)
+        plan_obj = api.plan(options, compiled=compiled)
         console = make_console(stderr=True)
         render_text(plan_obj, console)
         failed = [t.name for t in plan_obj.tables if t.error]
@@ -87,7 +88,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                 return exit_codes.OK
     printer = ProgressPrinter(make_console(stderr=True))
     run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-                    require_key=key,
+                    require_key=key, compiled=compiled,
                     replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
                     max_runtime_s=_seconds(max_runtime, "--max-runtime"))
     if metrics is not None:

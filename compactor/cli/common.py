@@ -140,9 +140,11 @@ def handle_errors(f: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = kwargs.get("debug", False)
         _configure_logging(debug)
-        if not debug:  # Spark's and Ivy's output goes to a file, not between compactor's lines
-            project = Path(kwargs.get("project_dir") or ".")
-            os.environ.setdefault("COMPACTOR_SPARK_LOG", str(project / "target" / "spark.log"))
+        spark_log = None
+        if not debug and "COMPACTOR_SPARK_LOG" not in os.environ:
+            # Spark's and Ivy's output goes to the project's target/spark.log, not between compactor's lines
+            spark_log = str(Path(kwargs.get("project_dir") or ".") / "target" / "spark.log")
+            os.environ["COMPACTOR_SPARK_LOG"] = spark_log
         install_log_redaction()  # storage option values never reach a log line
         try:
             code = f(*args, **kwargs)
@@ -176,6 +178,9 @@ def handle_errors(f: Callable) -> Callable:
             click.echo(redact(f"Internal error: {type(e).__name__}: {e}"), err=True)
             click.echo("Run again with --debug for a traceback; please report it.", err=True)
             sys.exit(exit_codes.USAGE)
+        finally:
+            if spark_log is not None and os.environ.get("COMPACTOR_SPARK_LOG") == spark_log:
+                del os.environ["COMPACTOR_SPARK_LOG"]  # in-process callers (tests, notebooks) get it back
         sys.exit(code or 0)
 
     return wrapper

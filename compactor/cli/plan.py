@@ -76,10 +76,10 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     err_console = make_console(stderr=True)
     if err_console.is_terminal and fmt == "text":
         with err_console.status("inspecting tables...") as status:
-            plan = api.plan(options, out=out, sign_key=key,
+            plan = api.plan(options, out=out, sign_key=key, compiled=compiled,
                             progress=lambda name, i, n: status.update(f"inspected {i}/{n}: {safe(name)}"))
     else:
-        plan = api.plan(options, out=out, sign_key=key)
+        plan = api.plan(options, out=out, sign_key=key, compiled=compiled)
     if fmt == "json":
         click.echo(json.dumps(plan_to_dict(plan), indent=2))
     elif fmt == "markdown":

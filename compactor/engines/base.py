@@ -1,6 +1,6 @@
 """The engine interface: compute only. An engine rewrites planned bins into new parquet files (one per
 bin) and reports what it wrote, rows and statistics read from the footers. It commits nothing: the
-table format (formats/delta/run.py, formats/file_sink/run.py) verifies rows and commits."""
+table format (formats/delta/rewrite.py, formats/file_sink/run.py) verifies rows and commits."""
 
 from __future__ import annotations
 

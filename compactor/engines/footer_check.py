@@ -80,3 +80,32 @@ def column_problem(inputs: Sequence[tuple[pq.FileMetaData, pa.Schema]], output: 
         if _ordered(typ) and (g.lo, g.hi) != (e.lo, e.hi):
             return f"column {name}: min/max {g.lo!r}/{g.hi!r} written, the inputs hold {e.lo!r}/{e.hi!r}"
     return None
+
+
+def input_footers(locations: Sequence[str], storage_options: Any = None) -> list[tuple[pq.FileMetaData, pa.Schema]]:
+    """(footer, file schema) of each input (read in parallel on object stores: one request each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from compactor.runtime.paths import filesystem
+
+    def one(location: str) -> tuple[pq.FileMetaData, pa.Schema]:
+        fs, path = filesystem(location, storage_options)
+        pf = pq.ParquetFile(path, filesystem=fs)
+        return pf.metadata, pf.schema_arrow
+
+    if len(locations) <= 4:
+        return [one(x) for x in locations]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="footers") as pool:
+        return list(pool.map(one, locations))
+
+
+def rename_problem(file_schema: pa.Schema, schema: pa.Schema, droppable: Sequence[str] = ()) -> str | None:
+    """A file that lacks a column of the table's schema and holds one the schema does not know predates a
+    rename: filling the new name with nulls would lose the values (engines refuse it)."""
+    names = set(schema.names)
+    unknown = [n for n in file_schema.names if n not in names and n not in droppable]
+    if not unknown:
+        return None
+    missing = [n for n in schema.names if n not in file_schema.names]
+    return (f"the file holds column(s) {', '.join(unknown)} the table's schema does not have"
+            + (f" and lacks {', '.join(missing)}" if missing else "") + ": rewriting it would drop values")

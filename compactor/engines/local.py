@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob, WrittenFile, reporting
-from compactor.engines.footer_check import column_problem
+from compactor.engines.footer_check import column_problem, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.errors import ApplyError, VerificationError
 from compactor.runtime.paths import filesystem, is_remote
@@ -38,13 +38,9 @@ def conform(table: pa.Table, schema: pa.Schema, droppable: tuple[str, ...] = ())
     was added), others cast, ``droppable`` ones (partition columns a writer also stored) dropped. A file
     that lacks a column of the schema and holds one the schema does not know is refused: that is a
     rename the file predates, and filling the new name with nulls would lose the values."""
-    names = set(schema.names)
-    unknown = [n for n in table.column_names if n not in names and n not in droppable]
-    if unknown:
-        missing = [n for n in schema.names if n not in table.column_names]
-        raise VerificationError(f"the file holds column(s) {', '.join(unknown)} the table's schema does not have"
-                                + (f" and lacks {', '.join(missing)}" if missing else "")
-                                + ": rewriting it would drop values; nothing was committed")
+    problem = rename_problem(table.schema, schema, droppable)
+    if problem:
+        raise VerificationError(f"{problem}; nothing was committed")
     cols = []
     for field in schema:
         i = table.schema.get_field_index(field.name)

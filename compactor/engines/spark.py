@@ -18,10 +18,12 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob, WrittenFile, reporting
-from compactor.engines.parquet_stats import check_written_schema, footer_rows, footer_stats
-from compactor.errors import ApplyError
+from compactor.engines.footer_check import column_problem, input_footers, rename_problem
+from compactor.engines.parquet_stats import check_written_schema, footer_stats
+from compactor.errors import ApplyError, VerificationError
 from compactor.project.model import Target
 from compactor.runtime.paths import filesystem, hadoop_uri
 
@@ -172,7 +174,12 @@ class SparkEngine:
 
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
         fs, out = filesystem(job.output, self.storage_options)
-        rows_in = footer_rows(job.inputs, self.storage_options)
+        footers = input_footers(job.inputs, self.storage_options)
+        rows_in = sum(md.num_rows for md, _ in footers)
+        for location, (_, file_schema) in zip(job.inputs, footers):
+            problem = rename_problem(file_schema, schema, job.partition_columns)
+            if problem:  # Spark's reader would fill the new name with nulls
+                raise VerificationError(f"{location}: {problem}; nothing was committed")
         df = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in job.inputs)).coalesce(1)
         if job.sort_by:
             df = df.sortWithinPartitions(*job.sort_by)
@@ -186,5 +193,11 @@ class SparkEngine:
         fs.move(outputs[0], out)
         fs.delete_dir(staging)
         check_written_schema(out, schema, fs)
+        written = pq.ParquetFile(out, filesystem=fs)
+        kept = [(md, pa.schema([f for f in sch if f.name not in job.partition_columns])) for md, sch in footers]
+        problem = column_problem(kept, written.metadata, written.schema_arrow)
+        if problem:
+            raise VerificationError(f"the rewrite of {len(job.inputs)} file(s) into {job.output}: {problem}; nothing "
+                                    "was committed")
         rows, stats = footer_stats(out, fs)
         return WrittenFile(job.output, fs.get_file_info(out).size, rows, rows_in, stats)

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor import __version__
 from compactor.engines.base import RewriteEngine
@@ -40,6 +40,9 @@ from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
 from compactor.runtime.storage import redact, register_secrets
 from compactor.tasks.watch import TableWatch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.project.compile import CompiledProject
 
 log = logging.getLogger(__name__)
 
@@ -524,7 +527,7 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
                   dry_run: bool = False, fail_fast: bool = False, replan_stale: bool = False,
                   now: dt.datetime | None = None, progress: Progress | None = None,
                   watch_s: float | None = None, max_runtime_s: float | None = None,
-                  require_key: bytes | None = None) -> RunResults:
+                  require_key: bytes | None = None, compiled: CompiledProject | None = None) -> RunResults:
     """``watch_s``: the post-commit watch window (default: the target's ``watch_window``);
     ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``); ``require_key``:
     the plan file must be signed with this key."""
@@ -535,10 +538,10 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
     from compactor.tasks.plan import expand_policies, plan_project
     from compactor.tasks.plan_file import load_plan
 
-    compiled = compile_project(options)
+    compiled = compiled or compile_project(options)
     if plan_obj is None:
         plan_obj = load_plan(plan_file, require_key=require_key) if plan_file is not None \
-            else plan_project(options, now=now)
+            else plan_project(options, now=now, compiled=compiled)
     if plan_obj.target.get("engine") not in (None, compiled.target.engine):
         raise UsageError(f"the plan was made for the {plan_obj.target.get('engine')} engine but target "
                          f"'{compiled.target.name}' uses {compiled.target.engine}",

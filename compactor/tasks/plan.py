@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor import __version__
 from compactor.errors import CompactorError, TableReadError
@@ -23,6 +23,9 @@ from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.paths import is_uri
 from compactor.runtime.storage import redact, redact_error, register_secrets
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.project.compile import CompiledProject
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +114,13 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
 
 def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
-                 progress: Callable[[str, int, int], None] | None = None, sign_key: bytes | None = None) -> Plan:
+                 progress: Callable[[str, int, int], None] | None = None, sign_key: bytes | None = None,
+                 compiled: CompiledProject | None = None) -> Plan:
+    """``compiled``: the project as the command already compiled it (a command compiles once)."""
     from compactor.project.compile import compile_project
     from compactor.tasks.plan_file import write_plan
 
-    compiled = compile_project(options)
+    compiled = compiled or compile_project(options)
     register_secrets(compiled.target.storage_options)  # no option value in any error from here on
     now = now or dt.datetime.now(dt.UTC)
     discover_errors: dict[str, Exception] = {}

@@ -49,7 +49,7 @@ def test_item_1_one_broken_table_beside_a_good_one_still_fails_the_run(tmp_path:
 
 
 def _apply(proj: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    environ = {k: v for k, v in os.environ.items() if k != "COMPACTOR_WATCH_WINDOW"}
+    environ = {k: v for k, v in os.environ.items() if k not in ("COMPACTOR_WATCH_WINDOW", "COMPACTOR_SPARK_LOG")}
     return subprocess.Popen([sys.executable, "-m", "compactor", "apply", "--project-dir", str(proj), "--auto-approve",
                              *extra], cwd=REPO, env={**environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)

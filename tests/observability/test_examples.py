@@ -20,7 +20,6 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ci"
 @pytest.fixture(scope="module")
 def demo_master(tmp_path_factory) -> Path:
     demo = build_demo(tmp_path_factory.mktemp("examples") / "demo", with_sink=False)
-    (demo.project_dir / "tables" / "clicks_sink.yml").unlink()  # no sink in this lake
     return demo.project_dir
 
 

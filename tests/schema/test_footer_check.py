@@ -57,3 +57,16 @@ def test_column_problem_sees_nulls_and_values_a_row_count_does_not(tmp_path: Pat
     dropped = pa.schema([("id", pa.int64())])
     only_id = pq.ParquetFile(_write(tmp_path / "d.parquet", pa.table({"id": [1, 2]}, schema=dropped)))
     assert "column v of an input holds values" in column_problem(inputs, only_id.metadata, dropped)
+
+
+def test_the_spark_engine_refuses_a_file_that_predates_a_rename(tmp_path: Path, spark) -> None:
+    """The spark engine's reader fills a column its input lacks with nulls, like the local engine's
+    conform: a file that holds `id` where the table now says `user_id` is refused before Spark reads it."""
+    from compactor.engines.spark import SparkEngine
+    from compactor.project.model import Target
+
+    a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64())}))
+    schema = pa.schema([("user_id", pa.int64())])
+    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
+    with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):
+        SparkEngine(Target(engine="spark")).rewrite([job], schema)

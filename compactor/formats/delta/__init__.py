@@ -49,7 +49,7 @@ class DeltaFormat:
                    cache: dict[str, Any] | None = None) -> TableState:
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
-        if cache is not None:  # apply: keep the loaded table for the actions (formats/delta/run.py, handle)
+        if cache is not None:  # apply: keep the loaded table for the actions (formats/delta/context.py, handle)
             from compactor.formats.delta.run import open_table
 
             state = read_delta_state(uri, storage_options, table=open_table(uri, storage_options, cache))

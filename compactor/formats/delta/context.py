@@ -1,0 +1,165 @@
+"""What every Delta action needs: the table handle kept for the table's actions, the planned inputs as
+they are now, the refusals, the fence."""
+
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import pyarrow as pa
+
+from compactor.engines.base import RewriteEngine
+from compactor.errors import (
+    PlanError,
+    UnsupportedTableError,
+)
+from compactor.formats.base import ActionContext
+from compactor.formats.delta.commit import (
+    RemovedFile,
+)
+from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.models.state import TableState
+from compactor.planning.actions import (
+    Action,
+    RewriteAction,
+    ZOrderAction,
+)
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class SqlEngine(Protocol):
+    """An engine that runs Delta SQL (the spark engine): what native OPTIMIZE and VACUUM need. The local
+    engine is not one; compactor's rewrite needs only ``RewriteEngine``."""
+
+    def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]: ...
+
+    def hadoop_path(self, uri: str) -> str: ...
+
+    def delta_sql_available(self) -> bool: ...
+
+    def native_commits_safe(self, uri: str) -> bool: ...
+
+
+def open_table(uri: str, storage_options: Mapping[str, str], cache: dict[str, Any]) -> Any:
+    """The table's DeltaTable, loaded once per table run (kept in ``cache``), brought up to date."""
+    from deltalake import DeltaTable
+
+    from compactor.errors import TableReadError
+
+    dt = cache.get("delta_table")
+    try:
+        if dt is None:
+            dt = cache["delta_table"] = DeltaTable(uri, storage_options=dict(storage_options) or None)
+        else:
+            dt.update_incremental()
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several types
+        from compactor.formats.delta.state import _reason
+
+        raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
+    return dt
+
+
+def handle(ctx: ActionContext) -> Any:
+    return open_table(ctx.table.path, ctx.storage_options, ctx.cache)
+
+
+def check_writable(ctx: ActionContext) -> None:
+    feats = set(ctx.state.protocol.writer_features) & DELTA_RS_UNWRITABLE
+    if feats:
+        raise UnsupportedTableError(f"{ctx.table.name}: delta-rs cannot write tables with writer feature(s) "
+                                    f"{', '.join(sorted(feats))}")
+
+
+def planned_inputs(state: TableState, action: Action, cache: dict[str, Any] | None = None) -> dict[str, RemovedFile]:
+    """The planned input files as they are in ``state``, checked to lie in the action's partition (an
+    edited plan could otherwise move files of one partition into another's folder). ``cache``: keeps the
+    state's path index for the table's next actions."""
+    f = state.files
+    index = (cache or {}).get("path_index")
+    if index is None or index[0] is not state:
+        index = (state, {p: i for i, p in enumerate(f.column("path").to_pylist())})
+        if cache is not None:
+            cache["path_index"] = index
+    rows = f.take(pa.array([index[1][p] for p in action.input_paths if p in index[1]], pa.int64()))
+    cols = [f"partition.{c}" for c in state.partition_columns]
+    out: dict[str, RemovedFile] = {}
+    # a bin-pack compaction rewrites only small files (and files with deleted rows): apply accepts no
+    # input the planner would not have chosen from the table as it is now
+    small_below = action.min_file_size if isinstance(action, RewriteAction) and \
+        type(action).strategy == "bin_pack" else None
+    forced = set(state.extra.get("deleted_rows") or ())
+    for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
+        pv = {c: r[f"partition.{c}"] for c in state.partition_columns}
+        if pv != dict(action.partition):
+            raise PlanError(f"planned file {r['path']} is in partition {pv}, not in the action's partition "
+                            f"{dict(action.partition)}: the plan was edited", hint="re-run `compactor plan`")
+        if small_below is not None and int(r["size_bytes"]) >= small_below and r["path"] not in forced:
+            raise PlanError(f"planned file {r['path']} ({r['size_bytes']} bytes) is not below min_file_size "
+                            f"{small_below}: compactor would not compact it; the plan was edited",
+                            hint="re-run `compactor plan`")
+        out[r["path"]] = RemovedFile(r["path"], int(r["size_bytes"]), pv, r["num_records"])
+    return out
+
+
+def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -> None:
+    """Never rewrite a file with a deletion vector (a plain read brings deleted rows back, and a remove
+    without the DV's id matches nothing) or one whose log path delta-rs cannot write back."""
+    dv = set(ctx.state.extra.get("deleted_rows") or ()) & set(inputs)
+    if dv:
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
+                                    f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
+                                    hint="compact them with the spark engine's native OPTIMIZE")
+    raw = set(ctx.state.extra.get("unremovable_paths") or ()) & set(inputs)
+    if raw:
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(raw)} planned file(s) have a log path delta-rs cannot "
+                                    f"write back (e.g. {sorted(raw)[0]})",
+                                    hint="compact them with the spark engine's native OPTIMIZE")
+
+
+def data_schema(dt: Any, partition_columns: Sequence[str]) -> pa.Schema:
+    """The table's data columns as written in data files: the Delta schema without partition columns."""
+    schema = pa.schema(dt.schema().to_arrow())
+    return pa.schema([f for f in schema if f.name not in set(partition_columns)])
+
+
+def fence(ctx: ActionContext) -> None:
+    """The lease check right before a side effect on the table (runtime/lease.py)."""
+    if ctx.fence is not None:
+        ctx.fence()
+
+
+def uses_native(action: RewriteAction, engine: RewriteEngine, uri: str = "") -> bool:
+    if not isinstance(engine, SqlEngine) or action.method == "rewrite":
+        return False
+    available = engine.delta_sql_available()  # type: ignore[attr-defined]
+    if action.method == "optimize" and not available:
+        raise UnsupportedTableError("compaction.method optimize needs the Delta Lake jars in the Spark session",
+                                    hint="set spark.delta_jars in the profile, or use method rewrite")
+    if available and action.method == "auto" and not engine.native_commits_safe(uri):  # type: ignore[attr-defined]
+        log.info("%s: delta-spark's S3 log store is single-driver: rewriting and committing through delta-rs", uri)
+        return False
+    return available
+
+
+REWRITE_GROUP = "rewrite"
+
+
+def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str) -> Any:
+    """Actions with the same key may share one commit (None: the action runs on its own). "rewrite": a
+    compaction or sort through compactor's rewrite pipeline, on files it can rewrite; ("optimize", ...):
+    delta-spark OPTIMIZE with the same settings, run once over the group's partitions."""
+    if not isinstance(action, RewriteAction):
+        return None
+    if uses_native(action, engine, uri):
+        if "clustering" in state.protocol.writer_features:
+            return None  # OPTIMIZE of a clustered table takes no partition predicate
+        return ("optimize", action.target_file_size, action.min_file_size,
+                tuple(action.z_order_by) if isinstance(action, ZOrderAction) else ())
+    if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
+        return None
+    blocked = set(state.extra.get("deleted_rows") or ()) | set(state.extra.get("unremovable_paths") or ())
+    return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP

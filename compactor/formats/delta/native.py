@@ -1,0 +1,173 @@
+"""Delta's own compactions: delta-spark OPTIMIZE (one statement per commit group) on the spark engine,
+delta-rs z-order on the local engine."""
+
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from compactor.errors import (
+    ApplyError,
+    UnsupportedTableError,
+    VerificationError,
+)
+from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta.commit import (
+    MARKER,
+    RemovedFile,
+    commit_properties,
+    find_commit,
+)
+from compactor.formats.delta.context import check_writable, fence, handle
+from compactor.formats.delta.log import Commit
+from compactor.formats.delta.plan import unsupported_reason
+from compactor.formats.delta.rewrite import after_commit, num_records
+from compactor.planning.actions import (
+    RewriteAction,
+    ZOrderAction,
+)
+from compactor.runtime.journal import ActionJournal, folders_of
+from compactor.runtime.paths import join
+
+log = logging.getLogger(__name__)
+
+
+def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, str, Any]] | None:
+    """delta-rs partition filters for one partition. A null partition value must be written as "":
+    delta-rs rejects None (measured with deltalake 1.6.6)."""
+    if not partition:
+        return None
+    return [(k, "=", "" if v is None else v) for k, v in partition.items()]
+
+
+def z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
+    """delta-rs z-orders the whole partition as it finds it (files appended since planning included);
+    rows are verified from its commit."""
+    check_writable(ctx)
+    reason = unsupported_reason(ctx.state, "local")
+    if reason:
+        raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
+    uri, so = ctx.table.path, ctx.storage_options
+    dt = handle(ctx)
+    read_version = dt.version()
+    records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
+    marker = ctx.commit_metadata[MARKER]
+    with ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
+                       folders=folders_of(action.input_paths), storage_options=so):
+        metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
+                                      target_size=action.target_file_size,
+                                      commit_properties=commit_properties(ctx.commit_metadata))
+    if not metrics.get("numFilesAdded") and not metrics.get("numFilesRemoved"):
+        return ActionOutcome(version_before=read_version, version_after=read_version,
+                             details={"note": "delta-rs found nothing to rewrite"})
+    own = find_commit(uri, so, read_version, marker)
+    if own is None:
+        raise ApplyError(f"delta-rs z-order committed but its commit (marker {marker}) is not in the log")
+    return _outcome_from_log(ctx, dt, own, read_version, records)
+
+
+def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: int,
+                      records: Mapping[str, int | None]) -> ActionOutcome:
+    """Rows of a commit written by another engine (delta-rs optimize, delta-spark OPTIMIZE): from the log's
+    statistics, from the footers where a file has none; deletion vectors subtract their cardinality."""
+    uri, so = ctx.table.path, ctx.storage_options
+    removed_rows = []
+    for path, rem in own.removes.items():
+        n = records.get(path)
+        if n is None:
+            n = _footer_rows(uri, path, so)
+        dv = rem.get("deletionVector") or {}
+        removed_rows.append(n - int(dv.get("cardinality") or 0))
+    logged = [num_records(a) for a in own.adds.values()]
+    added_rows = [n if n is not None else _footer_rows(uri, p, so) for n, p in zip(logged, own.adds)]
+    outcome = ActionOutcome(
+        files_removed=len(own.removes), files_added=len(own.adds),
+        bytes_removed=sum(int(r.get("size") or 0) for r in own.removes.values()),
+        bytes_added=sum(int(a.get("size") or 0) for a in own.adds.values()),
+        rows_removed=sum(removed_rows), rows_added=sum(added_rows), version_before=read_version,
+        version_after=own.version, removed_paths=tuple(own.removes), added_paths=tuple(own.adds))
+    removed = [RemovedFile(p, int(r.get("size") or 0), r.get("partitionValues") or {}, records.get(p))
+               for p, r in own.removes.items()]
+    outcome = after_commit(ctx, dt, own, removed, outcome)
+    if outcome.rows_removed != outcome.rows_added and "repaired" not in outcome.details:
+        raise VerificationError(f"commit {own.version} removed {outcome.rows_removed} live rows and added "
+                                f"{outcome.rows_added} (from the log's statistics, footers where it has none)")
+    return outcome
+
+
+def _footer_rows(uri: str, path: str, storage_options: Mapping[str, str]) -> int:
+    from compactor.engines.parquet_stats import footer_rows
+
+    return footer_rows([join(uri, path)], storage_options)
+
+
+def native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> ActionOutcome:
+    (outcome,) = native_optimize_group([action], ctx, engine)
+    return outcome
+
+
+def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Any) -> list[ActionOutcome]:
+    """One delta-spark OPTIMIZE over the actions' partitions (same settings), one commit; rows verified
+    over the whole commit, files and rows reported per partition."""
+    from compactor.engines.spark import optimize_conf, optimize_sql
+
+    uri = ctx.table.path
+    dt = handle(ctx)
+    read_version = dt.version()
+    records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
+    first = actions[0]
+    conf = {**optimize_conf(first.target_file_size, first.min_file_size),
+            "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
+    z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
+    clustered = "clustering" in ctx.state.protocol.writer_features
+    sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
+    before = {k: engine.spark.conf.get(k, None) for k in conf}
+    fence(ctx)
+    try:
+        engine.sql(sql, conf)
+    finally:  # the user's session settings as they were (an active session is the user's own)
+        for k, v in before.items():
+            if v is None:
+                engine.spark.conf.unset(k)
+            else:
+                engine.spark.conf.set(k, v)
+    own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
+    if own is None:
+        return [ActionOutcome(version_before=read_version, version_after=read_version,
+                              details={"note": "delta-spark OPTIMIZE found nothing to rewrite", "sql": sql})
+                for _ in actions]
+    whole = _outcome_from_log(ctx, dt, own, read_version, records)
+    whole.details["sql"] = sql
+    if len(actions) == 1:
+        return [whole]
+    return [_member_outcome(a, own, whole, ctx.state.partition_columns) for a in actions]
+
+
+def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
+                    partition_columns: Sequence[str]) -> ActionOutcome:
+    """The part of a grouped OPTIMIZE commit in ``action``'s partition (rows are verified for the whole
+    commit; per partition they are the planned rows)."""
+    mine = {c: action.partition.get(c) for c in partition_columns}
+
+    def ours(entry: Mapping[str, Any]) -> bool:
+        pv = entry.get("partitionValues") or {}
+        if pv and len(pv) == len(partition_columns) and not any(c in pv for c in partition_columns):
+            # column mapping: the log keys partition values by physical column names
+            return sorted(map(str, pv.values())) == sorted(str(v) for v in mine.values())
+        return all(pv.get(c) == mine[c] for c in partition_columns)  # a null value may be left out
+
+    removes = {p: r for p, r in own.removes.items() if ours(r)}
+    adds = {p: a for p, a in own.adds.items() if ours(a)}
+    details = {k: v for k, v in whole.details.items() if k in ("sql", "repaired")}
+    return ActionOutcome(
+        files_removed=0 if "repaired" in details else len(removes),
+        files_added=0 if "repaired" in details else len(adds),
+        bytes_removed=sum(int(r.get("size") or 0) for r in removes.values()),
+        bytes_added=sum(int(a.get("size") or 0) for a in adds.values()),
+        rows_removed=action.rows, rows_added=action.rows if adds else 0,
+        version_before=whole.version_before, version_after=whole.version_after,
+        removed_paths=tuple(removes), added_paths=tuple(adds),
+        details={**details, "commit_group": True, "method": "native OPTIMIZE"})

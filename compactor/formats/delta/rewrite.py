@@ -1,0 +1,403 @@
+"""compactor's own rewrite of a commit group (both engines): journal, one output per bin, footer
+verification, the pre-commit checks and one dataChange=false commit (formats/delta/commit.py), the overlap
+guard after it (formats/delta/guard.py). The next group's bins are rewritten while this one commits."""
+
+
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
+from compactor.errors import (
+    ApplyError,
+    CompactorError,
+    StalePlanError,
+    VerificationError,
+)
+from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta import guard
+from compactor.formats.delta.commit import (
+    MARKER,
+    NewFile,
+    RemovedFile,
+    commit_swap,
+    find_commit,
+    new_file_name,
+    refuse_if_table_changed,
+    removed_since,
+)
+from compactor.formats.delta.context import (
+    REWRITE_GROUP,
+    data_schema,
+    group_key,
+    handle,
+    planned_inputs,
+    refuse_unrewritable,
+)
+from compactor.formats.delta.log import Commit, commits_after
+from compactor.planning.actions import (
+    RewriteAction,
+    SortAction,
+)
+from compactor.runtime.faults import crash_point
+from compactor.runtime.journal import ActionJournal
+from compactor.runtime.paths import join
+from compactor.runtime.storage import StorageError, storage_for
+
+log = logging.getLogger(__name__)
+
+
+def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
+    token = uuid.uuid4().hex[:12]
+    sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
+    jobs, outputs, staging = [], [], []
+    for i, b in enumerate(action.bins):
+        folder = posixpath.dirname(b[0])
+        out = new_file_name(folder)
+        stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
+        jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by,
+                           tuple(action.partition)))
+        outputs.append(out)
+        staging.append(stage)
+    return jobs, outputs, staging
+
+
+def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]) -> None:
+    """Rows read (input footers) == rows written (output footer), bin by bin, before anything commits."""
+    for b, w in zip(bins, written):
+        if w.rows != w.rows_in:
+            raise VerificationError(f"the rewrite of {len(b)} file(s) into {w.location} wrote {w.rows} rows, "
+                                    f"the inputs hold {w.rows_in}; nothing was committed")
+
+
+@dataclass
+class _Prepared:
+    """A commit group's bins, rewritten (or being rewritten in the background) and not yet committed."""
+
+    actions: tuple[RewriteAction, ...]
+    outputs: list[str]
+    staging: list[str]
+    journal: ActionJournal
+    future: Future[list[WrittenFile]]
+
+    def slices(self) -> list[slice]:
+        """Each action's bins in the group's job list."""
+        out, at = [], 0
+        for a in self.actions:
+            out.append(slice(at, at + len(a.bins)))
+            at += len(a.bins)
+        return out
+
+
+def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema,
+             key: str, *, background: bool) -> _Prepared:
+    """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
+    max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
+    bins are rewritten while this one commits)."""
+    uri = ctx.table.path
+    jobs: list[BinJob] = []
+    outputs: list[str] = []
+    staging: list[str] = []
+    for a in actions:
+        j, o, s = _jobs(uri, a)
+        jobs += j
+        outputs += o
+        staging += s
+    journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), key, ctx.state.version,
+                            outputs=outputs, staging=staging, storage_options=ctx.storage_options)
+    journal.__enter__()  # on storage before the engine writes a single file
+    on_done = None
+    if ctx.on_bin_done is not None:
+        report = ctx.on_bin_done
+        per_bin = []
+        for a in actions:
+            files = planned_inputs(ctx.state, a, ctx.cache)
+            per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
+        by_output = {j.output: n for j, n in zip(jobs, per_bin)}
+
+        def on_done(job: BinJob, _: WrittenFile) -> None:
+            report(by_output.get(job.output, 0))
+
+    def run() -> list[WrittenFile]:
+        return engine.rewrite(jobs, schema, on_done=on_done)
+
+    future: Future[list[WrittenFile]] = Future()
+    if background:
+        threading.Thread(target=_fill_future, args=(future, run), name="prepare-next", daemon=True).start()
+    else:
+        _fill_future(future, run)
+    return _Prepared(tuple(actions), outputs, staging, journal, future)
+
+
+def _fill_future(future: Future, fn: Any) -> None:
+    try:
+        future.set_result(fn())
+    except BaseException as e:  # noqa: BLE001 - handed to whoever waits for it
+        future.set_exception(e)
+
+
+def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read_version: int, marker: str,
+         error: BaseException | None) -> None:
+    """Close the prepared group's journal; after a failure, first delete what it wrote (unless its
+    commit landed after all)."""
+    if error is not None:
+        try:
+            prepared.future.result()  # never delete files a background rewrite is still writing
+        except BaseException:  # noqa: BLE001 - its own failure is already the story
+            pass
+        discard_uncommitted(uri, storage_options, prepared.outputs, prepared.staging, read_version, marker)
+        prepared.journal.__exit__(type(error), error, None)
+    else:
+        prepared.journal.__exit__(None, None, None)
+
+
+def discard_prepared(cache: dict[str, Any]) -> None:
+    """Discard a group prepared in the background that never ran (stale, or the table stopped)."""
+    pending = cache.pop("prepared", None)
+    if pending is None:
+        return
+    prepared, uri, storage_options, read_version = pending
+    _end(prepared, uri, storage_options, read_version, "", StalePlanError("prepared group did not run"))
+
+
+def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Prepared | None:
+    pending = ctx.cache.pop("prepared", None)
+    if pending is None:
+        return None
+    if len(pending[0].actions) == len(actions) and all(a is b for a, b in zip(pending[0].actions, actions)):
+        return pending[0]
+    discard_prepared({"prepared": pending})
+    return None
+
+
+def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
+    """Start rewriting the table's next commit group now (it will run: its preconditions hold)."""
+    nxt = ctx.next_group
+    if not nxt or ctx.dry_run or \
+            not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
+        return
+    try:
+        for a in nxt:
+            planned_inputs(ctx.state, a, ctx.cache)
+    except CompactorError:
+        return  # its own run reports it
+    key = ctx.commit_metadata[MARKER] + ":next"
+    prepared = _prepare(nxt, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
+    ctx.cache["prepared"] = (prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
+
+
+def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
+                   engine: RewriteEngine) -> list[ActionOutcome | CompactorError]:
+    """The rewrite pipeline for one commit group (run_group)."""
+    state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
+    read_version = int(state.version or 0)
+    inputs = [planned_inputs(state, a, ctx.cache) for a in rewrites]
+    for i in inputs:
+        refuse_unrewritable(ctx, i)
+    try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
+        refuse_if_table_changed(uri, so, read_version)
+    except StalePlanError:
+        discard_prepared(ctx.cache)
+        raise
+    dt = handle(ctx)
+    schema = data_schema(dt, state.partition_columns)
+    marker = ctx.commit_metadata[MARKER]
+    prepared = _take_prepared(ctx, rewrites) or _prepare(rewrites, ctx, engine, schema, marker, background=False)
+    results: list[ActionOutcome | CompactorError] = []
+    try:
+        written = prepared.future.result()
+        _prepare_next(ctx, engine, schema)  # the next group's bins are rewritten while this one commits
+        failures = _verify_members(rewrites, prepared, written)
+        if failures:
+            raise _GroupNotCommitted(failures)
+        crash_point("delta.outputs_written")
+        files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
+        for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
+            added = [NewFile(rel, w.size, dict(a.partition), w.stats, w.rows)
+                     for rel, w in zip(prepared.outputs[cut], written[cut])]
+            files.append(([ins[p] for p in a.input_paths], added, written[cut]))
+        stale = _stale_members(uri, so, read_version, files)
+        _drop_outputs(uri, so, [f for k, f in enumerate(files) if k in stale])
+        keep = [f for k, f in enumerate(files) if k not in stale]
+        own = commit_swap(dt, uri, so, read_version=read_version, removed=[r for f in keep for r in f[0]],
+                          added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
+                          fence=ctx.fence)
+    except _GroupNotCommitted as e:
+        _end(prepared, uri, so, read_version, marker, e)
+        return list(e.members)
+    except BaseException as e:
+        _end(prepared, uri, so, read_version, marker, e)
+        raise
+    _end(prepared, uri, so, read_version, marker, None)
+    outcomes = []
+    for k, (removed, added, w) in enumerate(files):
+        if k in stale:
+            results.append(stale[k])
+            continue
+        outcome = ActionOutcome(
+            files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
+            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
+            rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
+            removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
+            details={"bins": len(rewrites[k].bins), "commit_group": len(keep), "method": "rewrite"})
+        outcomes.append(outcome)
+        results.append(outcome)
+    _after_group_commit(ctx, dt, own, [r for f in keep for r in f[0]], outcomes)
+    return results
+
+
+class _GroupNotCommitted(Exception):
+    """Nothing of a group was committed; per member, why."""
+
+    def __init__(self, members: list[CompactorError]) -> None:
+        super().__init__("commit group not committed")
+        self.members = members
+
+
+def _verify_members(actions: Sequence[RewriteAction], prepared: _Prepared,
+                    written: Sequence[WrittenFile]) -> list[CompactorError]:
+    """Footer verification of every member. When one fails, nothing of the group may commit: the failing
+    members get their VerificationError, the others an error saying why they were not committed."""
+    errors: list[CompactorError | None] = []
+    for a, cut in zip(actions, prepared.slices()):
+        try:
+            verify_footers(a.bins, written[cut])
+            errors.append(None)
+        except VerificationError as e:
+            errors.append(e)
+    if not any(errors):
+        return []
+    bad = [dict(a.partition) for a, e in zip(actions, errors) if e is not None]
+    return [e if e is not None else ApplyError(f"not committed: partition {bad[0]} of the same commit group "
+                                               "failed verification; nothing of the group was committed")
+            for e in errors]
+
+
+def _stale_members(uri: str, storage_options: Mapping[str, str], read_version: int,
+                   files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> dict[int, CompactorError]:
+    """Members of a group with an input a concurrent commit removed since ``read_version`` (they stay out
+    of the commit; the others go ahead). Raises StalePlanError when that is all of them."""
+    gone = removed_since(uri, storage_options, read_version, [r.path for f in files for r in f[0]])
+    if not gone:
+        return {}
+    stale: dict[int, CompactorError] = {}
+    for k, (removed, _, _) in enumerate(files):
+        hit = [r.path for r in removed if r.path in gone]
+        if hit:
+            stale[k] = StalePlanError(f"{len(hit)} input file(s) were removed by a concurrent commit (e.g. {hit[0]} "
+                                      f"in version {gone[hit[0]]}); nothing of this partition was committed",
+                                      hint="re-plan")
+    if len(stale) == len(files):
+        raise next(iter(stale.values()))
+    return stale
+
+
+def _drop_outputs(uri: str, storage_options: Mapping[str, str],
+                  files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> None:
+    """Delete the outputs of group members that stay out of the commit (the journal still names them)."""
+    if not files:
+        return
+    storage = storage_for(uri, storage_options)
+    for _, added, _ in files:
+        for n in added:
+            storage.delete(n.path)
+
+
+def after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
+                  outcome: ActionOutcome) -> ActionOutcome:
+    """The overlap guard, then the log check: the commit holds exactly the planned swap."""
+    uri, so = ctx.table.path, ctx.storage_options
+    read_version = int(outcome.version_before or 0)
+    overlap = guard.overlapping_removes(uri, so, read_version, own.version, [r.path for r in removed])
+    if overlap:
+        # no fence: the commit landed, and reverting it must not wait for a lease this run may have lost
+        # while paused (the revert is proved on the files like every repair, and re-checks the log)
+        repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata)
+        outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair.version,
+                                       "conflicting_versions": sorted(set(overlap.values()))}
+        outcome.version_after = repair.version
+        outcome.files_added = outcome.files_removed = 0
+        return outcome
+    check_commit(own, outcome)
+    return outcome
+
+
+def _after_group_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
+                        outcomes: Sequence[ActionOutcome]) -> None:
+    """The overlap guard and the log check for a group's one commit (``outcomes``: its members)."""
+    whole = ActionOutcome(
+        rows_added=sum(o.rows_added or 0 for o in outcomes), version_before=outcomes[0].version_before,
+        version_after=own.version, files_removed=sum(o.files_removed for o in outcomes),
+        removed_paths=tuple(p for o in outcomes for p in o.removed_paths),
+        added_paths=tuple(p for o in outcomes for p in o.added_paths))
+    after_commit(ctx, dt, own, removed, whole)
+    if "repaired" in whole.details:  # the whole commit was undone: no member's rewrite stands
+        for o in outcomes:
+            o.details["repaired"] = whole.details["repaired"]
+            o.version_after = whole.version_after
+            o.files_added = o.files_removed = 0
+
+
+def check_commit(own: Commit, outcome: ActionOutcome) -> None:
+    """After the commit, from the log: it removes exactly the inputs and adds exactly the outputs, and
+    where the log has statistics, rows removed == rows added."""
+    if set(own.removes) != set(outcome.removed_paths) or set(own.adds) != set(outcome.added_paths):
+        raise VerificationError(f"commit {own.version} does not hold the planned swap "
+                                f"({len(own.removes)} removes, {len(own.adds)} adds)")
+    added_rows = [num_records(a) for a in own.adds.values()]
+    if None not in added_rows and sum(added_rows) != outcome.rows_added:  # type: ignore[arg-type]
+        raise VerificationError(f"commit {own.version}: the log says {sum(added_rows)} rows were added, the "  # type: ignore[arg-type]
+                                f"footers {outcome.rows_added}")
+
+
+def num_records(action: Mapping[str, Any]) -> int | None:
+    stats = action.get("stats")
+    if isinstance(stats, str):
+        try:
+            stats = json.loads(stats)
+        except ValueError:
+            return None
+    return stats.get("numRecords") if isinstance(stats, Mapping) else None
+
+
+def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: Sequence[str],
+                        staging: Sequence[str], read_version: int, marker: str) -> None:
+    """Delete what a failed rewrite wrote - unless its commit landed after all (an interrupt inside the
+    commit call): files the log references are never deleted. If the log cannot be read, the journal
+    stays and the next run's recover decides."""
+    try:
+        landed = find_commit(uri, storage_options, read_version, marker, timeout_s=0) is not None
+    except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
+        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", uri)
+        return
+    if landed:
+        return
+    storage = storage_for(uri, storage_options)
+    try:
+        for rel in outputs:
+            storage.delete(rel)
+        for rel in staging:
+            storage.delete_prefix(rel)
+    except StorageError as e:  # the journal stays; the next run's recover deletes what is left
+        log.warning("%s: could not delete uncommitted outputs now: %s", uri, e)
+
+
+def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
+    """Paths live now or named by any add/remove committed after ``since_version`` (crash recovery)."""
+    from compactor.formats.delta.state import read_delta_state
+
+    refs = set(read_delta_state(uri, storage_options).paths)
+    for c in commits_after(uri, since_version if since_version is not None else -1, storage_options):
+        refs.update(c.adds)
+        refs.update(c.removes)
+    return refs
