@@ -86,6 +86,8 @@ def test_seeded_histories_end_with_the_oracles_rows(tmp_path: Path) -> None:
     for seed in seeds:
         outcome = _one(tmp_path, seed)
         outcomes[outcome] += 1
+        if len(seeds) > 1000 and sum(outcomes.values()) % 500 == 0:  # the long mode's progress
+            print(f"{sum(outcomes.values())} histories so far (up to seed {seed}): {dict(outcomes)}", flush=True)
         if outcome == "refused":
             refused.append(seed)
     elapsed = time.monotonic() - t0
