@@ -33,8 +33,9 @@ class ActionContext:
     dry_run: bool = False
     #: seconds to keep watching the log for a later commit that removes this action's inputs again
     watch_s: float = 0.0
-    #: per-table scratch space kept across the table's actions (a format's open table handle, ...)
-    cache: dict[str, Any] = field(default_factory=dict)
+    #: what the format keeps across the table's actions (its open table handle, work prepared ahead):
+    #: ``TableFormat.open_session``; None for an action run on its own (the format opens what it needs)
+    session: TableSession | None = None
     #: the table's next commit group, when it will run (preconditions hold on ``state``): a format may
     #: start preparing it (rewriting its bins) while this one commits
     next_group: tuple[Action, ...] = ()
@@ -66,6 +67,22 @@ class ActionOutcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class TableSession(Protocol):
+    """What a format keeps across one table's actions during apply, typed by the format (Delta: its open
+    DeltaTable, the path index of the state, a commit group prepared in the background). Created by
+    ``TableFormat.open_session`` once per table run; ``close`` ends it (discarding work prepared for an
+    action that did not run)."""
+
+    def close(self) -> None: ...
+
+
+class NoSession:
+    """The session of a format that keeps nothing across actions."""
+
+    def close(self) -> None:
+        pass
+
+
 class TableFormat(Protocol):
     #: the name policies and plans use ("delta", "spark_file_sink")
     name: str
@@ -73,9 +90,12 @@ class TableFormat(Protocol):
     marker: str
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
-                   cache: dict[str, Any] | None = None) -> TableState:
-        """A snapshot of the table. Raises TableReadError with a clear reason. ``cache``: the table's
-        ActionContext.cache during apply (a format may keep its open handle there)."""
+                   session: TableSession | None = None) -> TableState:
+        """A snapshot of the table. Raises TableReadError with a clear reason. ``session``: the table's
+        session during apply (the format reads through the handle it keeps there)."""
+
+    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+        """The session of one table run (apply); the caller closes it when the table is done."""
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
         """PURE: the actions and skips for one table."""
@@ -102,10 +122,6 @@ class TableFormat(Protocol):
         deleted. ``grace_s``: how old
         a file of unknown origin must be before it may be deleted (a concurrent appender's uncommitted file
         looks the same)."""
-
-    def finish(self, cache: dict[str, Any]) -> None:
-        """The table run is over: release what ``cache`` holds (discard work prepared for an action that
-        did not run)."""
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""

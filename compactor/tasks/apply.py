@@ -30,7 +30,7 @@ from compactor import __version__
 from compactor.engines.base import RewriteEngine
 from compactor.errors import CompactorError, LeaseError, PlanError, StalePlanError, UsageError, VerificationError
 from compactor.formats import get_format
-from compactor.formats.base import ActionContext, ActionOutcome, TableFormat
+from compactor.formats.base import ActionContext, ActionOutcome, TableFormat, TableSession
 from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction
@@ -200,7 +200,6 @@ def _finish_watches(watching: list[tuple[TableWatch, TableLease]], progress: Pro
 def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
     """Returns True when the table failed (error or verification failure)."""
     table, fmt = env.table, env.fmt
-    cache: dict[str, Any] = {}
     if not env.dry_run:
         try:
             fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
@@ -208,10 +207,11 @@ def _apply_table(env: _TableRun, results: list[ActionResult]) -> bool:
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
     if _unanswered_duplicates(table, results, env.progress):
         return True  # rows live twice that no reviewed repair answers: leave the table as it is
+    session = fmt.open_session(table.path, env.target.storage_options)
     try:
-        return _run_actions(env, results, cache)
+        return _run_actions(env, results, session)
     finally:
-        fmt.finish(cache)  # discards work prepared for an action that did not run
+        session.close()  # discards work prepared for an action that did not run
 
 
 def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progress: Progress | None) -> bool:
@@ -234,7 +234,7 @@ def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progre
     return True
 
 
-def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, Any]) -> bool:
+def _run_actions(env: _TableRun, results: list[ActionResult], session: TableSession) -> bool:
     """The table's actions in plan order; consecutive rewrites the format can group share one commit (at
     most commit_every_bins bins and commit_every_bytes bytes: partial progress per group)."""
     actions = env.table.actions
@@ -248,7 +248,7 @@ def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, A
         t0 = time.monotonic()
         if state is None:
             try:
-                state = env.fmt.read_state(env.table.path, env.target.storage_options, cache=cache)
+                state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
             except Exception:  # noqa: BLE001 - the action's own run reads again and reports why
                 state = None
         try:
@@ -256,11 +256,11 @@ def _run_actions(env: _TableRun, results: list[ActionResult], cache: dict[str, A
         except Exception:  # noqa: BLE001 - e.g. the engine cannot start: the action's own run reports it
             group = None
         if group is None:
-            state, failed = _run_single(env, i, state, cache, results, t0)
+            state, failed = _run_single(env, i, state, session, results, t0)
             i += 1
         else:
             assert state is not None
-            failed = _run_group(env, group, state, cache, results, bins, t0)
+            failed = _run_group(env, group, state, session, results, bins, t0)
             i = group[-1] + 1
         if failed:
             return True
@@ -298,7 +298,7 @@ def _group(env: _TableRun, i: int, state: TableState) -> list[int] | None:
     return group
 
 
-def _run_single(env: _TableRun, i: int, state: TableState | None, cache: dict[str, Any],
+def _run_single(env: _TableRun, i: int, state: TableState | None, session: TableSession,
                 results: list[ActionResult], t0: float) -> tuple[TableState | None, bool]:
     """Run action ``i`` on its own (reading the table first if needed). Returns the state after it and
     whether the table must stop."""
@@ -306,15 +306,15 @@ def _run_single(env: _TableRun, i: int, state: TableState | None, cache: dict[st
     res = ActionResult(env.table.name, planned.type, dict(planned.partition))
     try:
         if state is None:
-            state = env.fmt.read_state(env.table.path, env.target.storage_options, cache=cache)
-        _run_action(env, i, planned, res, state, cache)
+            state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
+        _run_action(env, i, planned, res, state, session)
         state = env.fmt.simulate(planned, state)
     except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
         _failed(res, e)
     return state, _record(env, res, results, t0)
 
 
-def _run_group(env: _TableRun, group: list[int], state: TableState, cache: dict[str, Any],
+def _run_group(env: _TableRun, group: list[int], state: TableState, session: TableSession,
                results: list[ActionResult], bins: _BinProgress, t0: float) -> bool:
     """Run a commit group (preconditions checked by _group) with one fmt.run_group; returns True when
     the table must stop."""
@@ -329,7 +329,7 @@ def _run_group(env: _TableRun, group: list[int], state: TableState, cache: dict[
         env.progress("group_start", {"table": table.name, "first": group[0], "last": group[-1],
                                      "count": len(table.actions), "bins": sum(len(a.bins) for _, a, _ in members),
                                      "bytes": sum(a.input_bytes for _, a, _ in members)})
-    ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, cache,
+    ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, session,
                    next_group=_next_group(env, group[-1] + 1, state), on_bin_done=bins.done)
     try:
         if env.lease is not None:
@@ -429,18 +429,18 @@ class _BinProgress:
         self.progress("bins", data)
 
 
-def _context(env: _TableRun, key: str, state: TableState, cache: dict[str, Any], **extra: Any) -> ActionContext:
+def _context(env: _TableRun, key: str, state: TableState, session: TableSession, **extra: Any) -> ActionContext:
     """The ActionContext of action(s) ``key`` ("3", or "3-7" for a commit group): commit metadata included."""
     return ActionContext(table=env.table, state=state, target=env.target, engine=env.engines,
                          commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
                                           "compactor.plan": env.plan.generated_at,
                                           "compactor.action": f"{env.run_id}:{env.table.name}:{key}"},
-                         dry_run=env.dry_run, watch_s=env.watch_s, cache=cache,
+                         dry_run=env.dry_run, watch_s=env.watch_s, session=session,
                          fence=env.lease.check if env.lease is not None else None, **extra)
 
 
 def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, state: TableState,
-                cache: dict[str, Any]) -> None:
+                session: TableSession) -> None:
     """Check the precondition on ``state``, run the action; fills ``res``."""
     table, fmt = env.table, env.fmt
     action = planned
@@ -461,7 +461,7 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
         res.status = "skipped"
         res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
         return
-    ctx = _context(env, str(i), state, cache)
+    ctx = _context(env, str(i), state, session)
     if env.lease is not None:
         env.lease.check()
     if env.watch is not None:

@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.base import ActionContext, ActionOutcome, TableSession
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
@@ -46,19 +46,18 @@ class DeltaFormat:
     marker = "_delta_log"
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
-                   cache: dict[str, Any] | None = None) -> TableState:
+                   session: TableSession | None = None) -> TableState:
+        from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
-        if cache is not None:  # apply: keep the loaded table for the actions (formats/delta/context.py, handle)
-            from compactor.formats.delta.run import open_table
-
-            state = read_delta_state(uri, storage_options, table=open_table(uri, storage_options, cache))
+        if isinstance(session, DeltaSession):  # apply: the actions use the table loaded here
+            state = read_delta_state(uri, storage_options, table=session.open_table())
         else:
             state = read_delta_state(uri, storage_options)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))
-        if policy is not None and policy.enabled and cache is None:  # planning (apply runs the planned repair)
+        if policy is not None and policy.enabled and session is None:  # planning (apply runs the planned repair)
             state = replace(state, extra={**state.extra, **duplicates_extra(uri, storage_options, state.version)})
         return state
 
@@ -123,10 +122,10 @@ class DeltaFormat:
 
         return removals_after(uri, storage_options, version)
 
-    def finish(self, cache: dict[str, Any]) -> None:
-        from compactor.formats.delta.run import discard_prepared
+    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+        from compactor.formats.delta.session import DeltaSession
 
-        discard_prepared(cache)
+        return DeltaSession(uri, storage_options)
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):

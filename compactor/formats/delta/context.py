@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -20,12 +20,16 @@ from compactor.formats.delta.commit import (
     RemovedFile,
 )
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.models.state import TableState
 from compactor.planning.actions import (
     Action,
     RewriteAction,
     ZOrderAction,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
 
 log = logging.getLogger(__name__)
 
@@ -44,27 +48,9 @@ class SqlEngine(Protocol):
     def native_commits_safe(self, uri: str) -> bool: ...
 
 
-def open_table(uri: str, storage_options: Mapping[str, str], cache: dict[str, Any]) -> Any:
-    """The table's DeltaTable, loaded once per table run (kept in ``cache``), brought up to date."""
-    from deltalake import DeltaTable
-
-    from compactor.errors import TableReadError
-
-    dt = cache.get("delta_table")
-    try:
-        if dt is None:
-            dt = cache["delta_table"] = DeltaTable(uri, storage_options=dict(storage_options) or None)
-        else:
-            dt.update_incremental()
-    except Exception as e:  # noqa: BLE001 - delta-rs raises several types
-        from compactor.formats.delta.state import _reason
-
-        raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
-    return dt
-
-
-def handle(ctx: ActionContext) -> Any:
-    return open_table(ctx.table.path, ctx.storage_options, ctx.cache)
+def handle(ctx: ActionContext) -> DeltaTable:
+    """The table's DeltaTable, brought up to date (kept in the table run's session)."""
+    return session_of(ctx).open_table()
 
 
 def check_writable(ctx: ActionContext) -> None:
@@ -74,17 +60,13 @@ def check_writable(ctx: ActionContext) -> None:
                                     f"{', '.join(sorted(feats))}")
 
 
-def planned_inputs(state: TableState, action: Action, cache: dict[str, Any] | None = None) -> dict[str, RemovedFile]:
+def planned_inputs(state: TableState, action: Action, session: DeltaSession | None = None) -> dict[str, RemovedFile]:
     """The planned input files as they are in ``state``, checked to lie in the action's partition (an
-    edited plan could otherwise move files of one partition into another's folder). ``cache``: keeps the
+    edited plan could otherwise move files of one partition into another's folder). ``session``: keeps the
     state's path index for the table's next actions."""
     f = state.files
-    index = (cache or {}).get("path_index")
-    if index is None or index[0] is not state:
-        index = (state, {p: i for i, p in enumerate(f.column("path").to_pylist())})
-        if cache is not None:
-            cache["path_index"] = index
-    rows = f.take(pa.array([index[1][p] for p in action.input_paths if p in index[1]], pa.int64()))
+    index = (session or DeltaSession(state.uri, {})).index(state)
+    rows = f.take(pa.array([index[p] for p in action.input_paths if p in index], pa.int64()))
     cols = [f"partition.{c}" for c in state.partition_columns]
     out: dict[str, RemovedFile] = {}
     # a bin-pack compaction rewrites only small files (and files with deleted rows): apply accepts no
@@ -120,7 +102,7 @@ def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -
                                     hint="compact them with the spark engine's native OPTIMIZE")
 
 
-def data_schema(dt: Any, partition_columns: Sequence[str]) -> pa.Schema:
+def data_schema(dt: DeltaTable, partition_columns: Sequence[str]) -> pa.Schema:
     """The table's data columns as written in data files: the Delta schema without partition columns."""
     schema = pa.schema(dt.schema().to_arrow())
     return pa.schema([f for f in schema if f.name not in set(partition_columns)])

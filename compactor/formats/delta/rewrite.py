@@ -45,6 +45,7 @@ from compactor.formats.delta.context import (
     refuse_unrewritable,
 )
 from compactor.formats.delta.log import Commit, commits_after
+from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.planning.actions import (
     RewriteAction,
     SortAction,
@@ -121,7 +122,7 @@ def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Rewri
         report = ctx.on_bin_done
         per_bin = []
         for a in actions:
-            files = planned_inputs(ctx.state, a, ctx.cache)
+            files = planned_inputs(ctx.state, a, ctx.session if isinstance(ctx.session, DeltaSession) else None)
             per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
         by_output = {j.output: n for j, n in zip(jobs, per_bin)}
 
@@ -161,39 +162,46 @@ def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read
         prepared.journal.__exit__(None, None, None)
 
 
-def discard_prepared(cache: dict[str, Any]) -> None:
-    """Discard a group prepared in the background that never ran (stale, or the table stopped)."""
-    pending = cache.pop("prepared", None)
-    if pending is None:
-        return
-    prepared, uri, storage_options, read_version = pending
-    _end(prepared, uri, storage_options, read_version, "", StalePlanError("prepared group did not run"))
+@dataclass
+class PendingGroup:
+    """A commit group prepared in the background for the table's next call (kept in its DeltaSession)."""
+
+    prepared: _Prepared
+    uri: str
+    storage_options: Mapping[str, str]
+    read_version: int
+
+    def discard(self) -> None:
+        """The group never ran (stale, or the table stopped): delete what it wrote, close its journal."""
+        _end(self.prepared, self.uri, self.storage_options, self.read_version, "",
+             StalePlanError("prepared group did not run"))
 
 
 def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Prepared | None:
-    pending = ctx.cache.pop("prepared", None)
+    pending = session_of(ctx).take_pending()
     if pending is None:
         return None
-    if len(pending[0].actions) == len(actions) and all(a is b for a, b in zip(pending[0].actions, actions)):
-        return pending[0]
-    discard_prepared({"prepared": pending})
+    if isinstance(pending, PendingGroup) and len(pending.prepared.actions) == len(actions) \
+            and all(a is b for a, b in zip(pending.prepared.actions, actions)):
+        return pending.prepared
+    pending.discard()
     return None
 
 
 def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
     """Start rewriting the table's next commit group now (it will run: its preconditions hold)."""
-    nxt = ctx.next_group
-    if not nxt or ctx.dry_run or \
+    nxt, session = ctx.next_group, ctx.session
+    if not nxt or ctx.dry_run or not isinstance(session, DeltaSession) or \
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
         for a in nxt:
-            planned_inputs(ctx.state, a, ctx.cache)
+            planned_inputs(ctx.state, a, session)
     except CompactorError:
         return  # its own run reports it
     key = ctx.commit_metadata[MARKER] + ":next"
     prepared = _prepare(nxt, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
-    ctx.cache["prepared"] = (prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
+    session.pending = PendingGroup(prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
 
 
 def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
@@ -201,13 +209,14 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     """The rewrite pipeline for one commit group (run_group)."""
     state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
     read_version = int(state.version or 0)
-    inputs = [planned_inputs(state, a, ctx.cache) for a in rewrites]
+    session = session_of(ctx)
+    inputs = [planned_inputs(state, a, session) for a in rewrites]
     for i in inputs:
         refuse_unrewritable(ctx, i)
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
         refuse_if_table_changed(uri, so, read_version)
     except StalePlanError:
-        discard_prepared(ctx.cache)
+        session.discard_pending()
         raise
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)

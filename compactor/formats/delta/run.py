@@ -23,11 +23,11 @@ from compactor.errors import (
     UnsupportedTableError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key, open_table, uses_native
+from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key, uses_native
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.plan import unsupported_reason
-from compactor.formats.delta.rewrite import discard_prepared, referenced_paths, rewrite_group
+from compactor.formats.delta.rewrite import referenced_paths, rewrite_group
 from compactor.planning.actions import (
     Action,
     RepairAction,
@@ -87,5 +87,5 @@ def run_group(actions: Sequence[Action], ctx: ActionContext) -> list[ActionOutco
 
 
 # the names other modules and tests import from here
-__all__ = ["discard_prepared", "group_key", "open_table", "partition_filters", "referenced_paths", "run_action",
+__all__ = ["group_key", "partition_filters", "referenced_paths", "run_action",
            "run_group"]

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from compactor.errors import ApplyError
-from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.base import ActionContext, ActionOutcome, NoSession, TableSession
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -20,7 +20,7 @@ class FileSinkFormat:
     marker = "_spark_metadata"
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
-                   cache: dict[str, Any] | None = None) -> TableState:
+                   session: TableSession | None = None) -> TableState:
         from compactor.formats.file_sink.state import read_sink_state
 
         checkpoint = policy.sink.checkpoint if policy is not None and policy.sink is not None else None
@@ -50,8 +50,8 @@ class FileSinkFormat:
 
         return recover(SinkRoot(uri, storage_options))
 
-    def finish(self, cache: dict[str, Any]) -> None:
-        pass
+    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+        return NoSession()  # each sink action reads the manifest itself
 
     def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
         return None  # each sink action swaps the manifest on its own

@@ -1,0 +1,81 @@
+"""What a Delta table run keeps across its actions (the TableSession of format "delta"): the open
+DeltaTable, brought up to date before each use; the path index of the state the actions were checked on;
+the next commit group, rewritten in the background while this one commits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from compactor.models.state import TableState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deltalake import DeltaTable
+
+    from compactor.formats.base import ActionContext
+
+
+class PendingWork(Protocol):
+    """Work prepared ahead for an action that may not run (formats/delta/rewrite.py, PendingGroup)."""
+
+    def discard(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class PathIndex:
+    """Row numbers of a state's files by path (built once per state)."""
+
+    state: TableState
+    rows: Mapping[str, int]
+
+
+@dataclass
+class DeltaSession:
+    uri: str
+    storage_options: Mapping[str, str]
+    table: DeltaTable | None = None
+    path_index: PathIndex | None = None
+    pending: PendingWork | None = field(default=None, repr=False)
+
+    def open_table(self) -> DeltaTable:
+        """The table's DeltaTable, loaded once per table run, brought up to date."""
+        from deltalake import DeltaTable
+
+        from compactor.errors import TableReadError
+
+        try:
+            if self.table is None:
+                self.table = DeltaTable(self.uri, storage_options=dict(self.storage_options) or None)
+            else:
+                self.table.update_incremental()
+        except Exception as e:  # noqa: BLE001 - delta-rs raises several types
+            from compactor.formats.delta.state import _reason
+
+            raise TableReadError(f"{self.uri}: {_reason(self.uri, e)}") from None
+        return self.table
+
+    def index(self, state: TableState) -> Mapping[str, int]:
+        if self.path_index is None or self.path_index.state is not state:
+            self.path_index = PathIndex(state, {p: i for i, p in enumerate(state.files.column("path").to_pylist())})
+        return self.path_index.rows
+
+    def take_pending(self) -> PendingWork | None:
+        pending, self.pending = self.pending, None
+        return pending
+
+    def discard_pending(self) -> None:
+        pending = self.take_pending()
+        if pending is not None:
+            pending.discard()
+
+    def close(self) -> None:
+        """The table run is over: discard a group prepared for actions that did not run."""
+        self.discard_pending()
+
+
+def session_of(ctx: ActionContext) -> DeltaSession:
+    """The table run's session; an action run on its own (no session in its context) gets one of its own."""
+    if isinstance(ctx.session, DeltaSession):
+        return ctx.session
+    return DeltaSession(ctx.table.path, ctx.storage_options)
