@@ -48,8 +48,9 @@ class TableState:
     schema_json: str | None = None
     #: number of files a vacuum would delete, when cheaply knowable
     vacuum_candidates: int | None = None
-    #: format-specific extras (sink: latest batch, compact interval, latest compact file, ...)
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: what the format knows beside the files, typed by the format (formats/delta/facts.py DeltaFacts,
+    #: formats/file_sink/state.py SinkFacts); None when nothing is known
+    extra: object = None
 
     @cached_property
     def paths(self) -> frozenset[str]:

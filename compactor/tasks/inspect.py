@@ -117,10 +117,10 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
                                                                                         storage_options))
         return _delta_extras(report, state, storage_options, policy_given, horizon)
     if st.is_dir("_spark_metadata"):
-        from compactor.formats.file_sink.state import read_sink_state
+        from compactor.formats.file_sink.state import read_sink_state, sink_facts
 
         state = read_sink_state(path, storage_options)
-        lh = _log_health(sub("_spark_metadata"), int(state.extra.get("compact_entries", 0)), storage_options)
+        lh = _log_health(sub("_spark_metadata"), sink_facts(state).compact_entries, storage_options)
         return _data_report(path, "spark_file_sink", state, small, [lh], policy,
                             planned=_planned(table_policy, path, storage_options))
     _, dirs = st.list_dir("")
@@ -202,8 +202,10 @@ def _data_report(path: str, kind: str, state: TableState, small: int, logs: list
     # under a policy the planner decides (what `compactor plan` says), not a small-file share
     recs = ([planned] if planned else []) + _recommend(logs, policy, kind, share if planned is None else 0.0,
                                                         n_small)
-    if state.extra.get("delete_entries"):
-        recs.append(f"the manifest has {state.extra['delete_entries']} 'delete' entries: Spark >= 3.1 ignores them "
+    from compactor.formats.file_sink.state import sink_facts
+
+    if sink_facts(state).delete_entries:
+        recs.append(f"the manifest has {sink_facts(state).delete_entries} 'delete' entries: Spark >= 3.1 ignores them "
                     "and lists those files again")
     return InspectReport(path, kind, state.file_count, state.total_bytes, small, n_small, parts, tuple(logs),
                          policy, tuple(recs))

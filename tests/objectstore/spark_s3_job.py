@@ -81,7 +81,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
                                                triggers=Triggers(min_input_files=2)),
                          sink=Sink(quiet_period=0, checkpoint=cp, downstream_streaming_readers="none"))
     state = read_sink_state(f"{base}/sink", so, checkpoint=cp)
-    obs["latest_compact"] = state.extra["latest_compact"]
+    obs["latest_compact"] = state.extra.latest_compact
     plan = build_plan([policy], {"sink": state}, now=dt.datetime.now(dt.UTC), target=target(so),
                       project_name="t")
     obs["sink_actions"] = [(a.type, a.input_files) for a in plan.tables[0].actions]
@@ -89,13 +89,13 @@ def main(workdir: str, base: str, so_json: str) -> None:
     obs["sink_apply"] = [(r.status, r.error, r.files_removed, r.files_added) for r in run.results]
     obs["rows_after_compaction_equal"] = sink_ids() == before
     after = read_sink_state(f"{base}/sink", so)
-    obs["compact_entries_after"] = after.extra["compact_entries"]
+    obs["compact_entries_after"] = after.extra.compact_entries
     t0 = time.perf_counter()
     for b in range(4, 6):
         add_input(src, b)
     run_query(spark, src, out_s3a, cp)  # the restart: through one more compaction (batch 5)
     obs["query2_s"] = round(time.perf_counter() - t0, 1)
-    obs["latest_compact_after_restart"] = read_sink_state(f"{base}/sink", so).extra["latest_compact"]
+    obs["latest_compact_after_restart"] = read_sink_state(f"{base}/sink", so).extra.latest_compact
     final = sink_ids()
     obs["rows_final"] = len(final)
     obs["exactly_once_final"] = final == list(range(6 * ROWS))

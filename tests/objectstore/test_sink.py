@@ -106,7 +106,7 @@ def test_compact_replace_manifest_and_delete_after_grace(store_root):
     assert [(r.files_removed, r.files_added) for r in run.results] == [(6, 1), (6, 1)]
     assert log_names(uri, so) == names  # no new batch id, no .compact created or deleted
     state = read_sink_state(uri, so)
-    assert state.extra["compact_entries"] == 2 and state.file_count == 4  # 5.compact: 2 new files; batch 6: 2
+    assert state.extra.compact_entries == 2 and state.file_count == 4  # 5.compact: 2 new files; batch 6: 2
     new_entries = [p for p in state.files.column("path").to_pylist() if "-compactor." in p]
     prefix = {"local": "file:", "s3": "s3a://", "azure": "abfss://"}[store_root.backend]
     assert len(new_entries) == 2 and all(p.startswith(prefix) for p in new_entries)  # the writer's own form

@@ -9,7 +9,7 @@ Case format:
   properties: {k: v}              (table properties)
   files:                          (explicit files, in log order; deleted: rows its deletion vector deletes)
     - {path: a, size: 1000, date: "2024-01-01", records: 10, age: 3600, deleted: 2}
-  extra: {k: v}                   (TableState.extra, e.g. deletion_vectors_enabled / has_deletion_vectors)
+  extra: {k: v}                   (TableState.extra as DeltaFacts fields, e.g. deletion_vectors_enabled / has_deletion_vectors)
   generate:                       (or generated files, appended after `files`, in order)
     - {count: 10, size: 1000, records: 10, age: 86400, partition: {date: "2024-01-01"}}
   policy: {...}                   (a table entry as in a policy file, without name/path)
@@ -30,6 +30,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
+from compactor.formats.delta.facts import DeltaFacts
 from compactor.models.state import Protocol, TableState, files_table
 from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table
@@ -85,7 +86,7 @@ def test_plan_case(path: Path) -> None:
         extra.update(deleted_rows=deleted, has_deletion_vectors=True, deletion_vectors_enabled=True)
     state = TableState(uri="/lake/t", format="delta", version=case.get("version", 1), partition_columns=pcols,
                        files=files, properties=case.get("properties", {}),
-                       protocol=Protocol(**case.get("protocol", {})), extra=extra)
+                       protocol=Protocol(**case.get("protocol", {})), extra=DeltaFacts(**extra))
     target = Target(engine=case.get("engine", "local"))
     plan = build_plan([_policy(case.get("policy", {}))], {"t": state}, now=now, target=target, project_name="cases")
     table = plan.tables[0]

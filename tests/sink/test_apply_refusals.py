@@ -48,4 +48,4 @@ def test_same_sink_compacts_in_place(tmp_path: Path) -> None:
     make_manual_sink(out, batches=7)
     run = apply_plan(compact_plan(out), target=Target(engine="local"))
     assert run.ok, [r.error for r in run.results]
-    assert read_sink_state(str(out)).extra["compact_entries"] == 2  # one file per partition
+    assert read_sink_state(str(out)).extra.compact_entries == 2  # one file per partition

@@ -38,7 +38,7 @@ def test_prune_drops_old_entries_atomically(tmp_path: Path, delete_files: bool) 
     assert run.ok, [r.error for r in run.results]
     assert sorted(os.listdir(out / "_spark_metadata")) == names  # no batch id created, no .compact deleted
     state = read_sink_state(str(out))
-    assert state.extra["compact_entries"] == 8 and state.file_count == 10
+    assert state.extra.compact_entries == 8 and state.file_count == 10
     assert all(entry_local_path(x, out).exists() for x in state.files.column("path").to_pylist())
     ledger = out / "_compactor" / "sink_ledger.json"
     assert ledger.exists() == delete_files

@@ -90,7 +90,7 @@ def test_sigkill_at_random_points(spark, tmp_path: Path) -> None:
         assert manifest_rows(out) == original
         state = read_sink_state(str(out))
         # converged: one file per partition in 7.compact, plus the two files of the later batch 8
-        assert state.file_count == 4 and state.extra["compact_entries"] == 2
+        assert state.file_count == 4 and state.extra.compact_entries == 2
         # no orphan staging dirs or unlisted compactor outputs left behind
         listed = {entry_local_path(p, out) for p in state.files.column("path").to_pylist()}
         on_disk = {p for p in out.rglob("*compactor*.parquet")}

@@ -75,13 +75,13 @@ def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
 def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
     # DVs stored under a random prefix: delta-rs cannot read them, so nobody knows which files carry one
     unknown = read_delta_state(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"))
-    assert unknown.extra["deletion_vectors_enabled"] is True
-    assert unknown.extra["has_deletion_vectors"] is None and "deleted_rows" not in unknown.files.column_names
+    assert unknown.extra.deletion_vectors_enabled is True
+    assert unknown.extra.has_deletion_vectors is None and "deleted_rows" not in unknown.files.column_names
     known = read_delta_state(str(fixtures_dir / "delta-rs" / "table-with-dv-small"))
-    assert known.extra["has_deletion_vectors"] is True
-    (path,) = known.extra["deleted_rows"]
-    assert path in known.paths and known.extra["deleted_rows"][path] == 2
+    assert known.extra.has_deletion_vectors is True
+    (path,) = known.extra.deleted_rows
+    assert path in known.paths and known.extra.deleted_rows[path] == 2
     assert known.files.column("deleted_rows").to_pylist() == [2]
     plain = read_delta_state(str(fixtures_dir / "delta-rs" / "simple_table"))
-    assert plain.extra["has_deletion_vectors"] is False and plain.extra["deletion_vectors_enabled"] is False
-    assert not plain.extra["deleted_rows"] and "deleted_rows" not in plain.files.column_names
+    assert plain.extra.has_deletion_vectors is False and plain.extra.deletion_vectors_enabled is False
+    assert not plain.extra.deleted_rows and "deleted_rows" not in plain.files.column_names

@@ -8,15 +8,16 @@ from dataclasses import replace
 from typing import Any
 
 from compactor.formats.base import ActionContext, ActionOutcome, TableSession
+from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 
-def duplicates_extra(uri: str, storage_options: Mapping[str, str], version: int | None) -> dict[str, Any]:
-    """TableState.extra entries for the planner: the rows live twice (reported per anomaly), the files
-    holding their extra copies (never planned as compaction inputs) and the repair to plan first."""
+def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int | None) -> DuplicateFacts:
+    """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
+    (never planned as compaction inputs) and the repair to plan first."""
     import logging
 
     from compactor.formats.delta.repair import detect
@@ -25,20 +26,18 @@ def duplicates_extra(uri: str, storage_options: Mapping[str, str], version: int 
         found = detect(uri, storage_options, version=version)
     except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
         logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", uri, e)
-        return {"duplicates_error": f"{type(e).__name__}: {e}"}
+        return DuplicateFacts(scan_error=f"{type(e).__name__}: {e}")
     current = found.current
     if found.proposal is not None and not found.proposal.repairable:
         for d in current:
             d["repairable"] = False
             d.setdefault("reason", "; ".join(found.proposal.problems))
-    out: dict[str, Any] = {"duplicates": current, "duplicate_carriers": found.carriers,
-                           "duplicates_window": found.window(), "repair_problems": found.problems}
+    facts = DuplicateFacts(reports=tuple(current), carriers=frozenset(found.carriers))
     if found.proposal is not None and found.proposal.repairable:
-        out["repair_proposal"] = found.proposal
-        out["repair_window_start"] = found.first_version
-        out["repair_rows"] = (sum(found.rows.get(p) or 0 for p in found.proposal.remove),
-                              sum(found.rows.get(p) or 0 for p in found.proposal.restore))
-    return out
+        facts = replace(facts, proposal=found.proposal, window_start=found.first_version,
+                        rows=(sum(found.rows.get(p) or 0 for p in found.proposal.remove),
+                              sum(found.rows.get(p) or 0 for p in found.proposal.restore)))
+    return facts
 
 
 class DeltaFormat:
@@ -58,7 +57,8 @@ class DeltaFormat:
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))
         if policy is not None and policy.enabled and session is None:  # planning (apply runs the planned repair)
-            state = replace(state, extra={**state.extra, **duplicates_extra(uri, storage_options, state.version)})
+            state = replace(state, extra=replace(delta_facts(state),
+                                                 duplicates=duplicate_facts(uri, storage_options, state.version)))
         return state
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:

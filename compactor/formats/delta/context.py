@@ -19,6 +19,7 @@ from compactor.formats.base import ActionContext
 from compactor.formats.delta.commit import (
     RemovedFile,
 )
+from compactor.formats.delta.facts import delta_facts
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.models.state import TableState
@@ -73,7 +74,7 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
     # input the planner would not have chosen from the table as it is now
     small_below = action.min_file_size if isinstance(action, RewriteAction) and \
         type(action).strategy == "bin_pack" else None
-    forced = set(state.extra.get("deleted_rows") or ())
+    forced = delta_facts(state).with_deletion_vector
     for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
         pv = {c: r[f"partition.{c}"] for c in state.partition_columns}
         if pv != dict(action.partition):
@@ -90,12 +91,12 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
 def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -> None:
     """Never rewrite a file with a deletion vector (a plain read brings deleted rows back, and a remove
     without the DV's id matches nothing) or one whose log path delta-rs cannot write back."""
-    dv = set(ctx.state.extra.get("deleted_rows") or ()) & set(inputs)
+    dv = delta_facts(ctx.state).with_deletion_vector & set(inputs)
     if dv:
         raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
                                     f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
                                     hint="compact them with the spark engine's native OPTIMIZE")
-    raw = set(ctx.state.extra.get("unremovable_paths") or ()) & set(inputs)
+    raw = delta_facts(ctx.state).unremovable_paths & set(inputs)
     if raw:
         raise UnsupportedTableError(f"{ctx.table.name}: {len(raw)} planned file(s) have a log path delta-rs cannot "
                                     f"write back (e.g. {sorted(raw)[0]})",
@@ -143,5 +144,6 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
                 tuple(action.z_order_by) if isinstance(action, ZOrderAction) else ())
     if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
         return None
-    blocked = set(state.extra.get("deleted_rows") or ()) | set(state.extra.get("unremovable_paths") or ())
+    facts = delta_facts(state)
+    blocked = facts.with_deletion_vector | facts.unremovable_paths
     return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP

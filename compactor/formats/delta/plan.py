@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from compactor.formats.delta.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
 from compactor.planning.partitions import plan_partitions
@@ -53,7 +54,8 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
         bad = sorted(set(bad) | {"columnMapping"})
     if bad:
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
-    if state.extra.get("deletion_vectors_enabled") and state.extra.get("has_deletion_vectors") is None:
+    facts = delta_facts(state)
+    if facts.deletion_vectors_enabled and facts.has_deletion_vectors is None:
         return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one: "
                 "compact it with the spark engine's native OPTIMIZE (compaction.method: optimize)")
     return None
@@ -64,7 +66,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
         bytes_before=state.total_bytes, policy_source=str(policy.source),
-        duplicate_rewrite=tuple(state.extra.get("duplicates") or ()))
+        duplicate_rewrite=delta_facts(state).duplicates.reports)
     if not policy.enabled:
         return TablePlan(**base, files_after=state.file_count,
                          skipped=(Skip("disabled", None, {}, "table policy has enabled: false"),))
@@ -96,7 +98,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     else:
         eligible, sk = _rewrite_eligibility(state)
         skips += sk
-    carriers = state.extra.get("duplicate_carriers") or ()
+    carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
         files = files.filter(keep)
@@ -123,18 +125,19 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
 def _repair_action(state: TableState) -> RepairAction | None:
     """The repair of rows live twice (formats/delta/repair_plan.py), first among the table's actions: a
     repair is applied only from a plan that lists it."""
-    proposal = state.extra.get("repair_proposal")
+    dup = delta_facts(state).duplicates
+    proposal = dup.proposal
     if proposal is None:
         return None
-    removed, restored = state.extra.get("repair_rows") or (None, None)
+    removed, restored = dup.rows or (None, None)
     sizes = dict(zip(state.files.column("path").to_pylist(), state.files.column("size_bytes").to_pylist())) \
         if proposal.remove else {}
     paths = (*proposal.remove, *proposal.restore)
     return RepairAction(
         anomalies=proposal.anomalies, chain=proposal.chain, remove=proposal.remove, restore=proposal.restore,
-        window_start=state.extra.get("repair_window_start"), rows_removed=removed, rows_restored=restored,
+        window_start=dup.window_start, rows_removed=removed, rows_restored=restored,
         input_files=len(proposal.remove), input_bytes=sum(int(sizes.get(p) or 0) for p in proposal.remove),
-        expected_output_files=len(proposal.restore), rows=(removed - restored) if removed is not None else None,
+        expected_output_files=len(proposal.restore), rows=(removed - restored) if removed is not None and restored is not None else None,
         precondition=Precondition.of(state.version, paths),
         reason=(f"rows live twice since version(s) {', '.join(map(str, proposal.anomalies))}: remove "
                 f"{len(proposal.remove)} file(s), restore {len(proposal.restore)}; rows proved on the files before "
@@ -150,11 +153,11 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
     The spark engine's native OPTIMIZE compacts both."""
     paths = state.files.column("path")
     reasons = []
-    unremovable = state.extra.get("unremovable_paths") or frozenset()
+    unremovable = delta_facts(state).unremovable_paths
     if unremovable:
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string())),
                         "whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters)"))
-    deleted = state.extra.get("deleted_rows") or {}
+    deleted = delta_facts(state).with_deletion_vector
     if deleted:
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(deleted), pa.string())),
                         "with deletion vectors"))
@@ -180,7 +183,7 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
 def _deletion_candidates(state: TableState) -> pa.Array | None:
     """Files delta-spark OPTIMIZE rewrites whatever their size: a deletion vector deleting more than
     MAX_DELETED_ROWS_RATIO of its rows (or any DV on a file without a row count)."""
-    deleted = state.extra.get("deleted_rows") or {}
+    deleted = delta_facts(state).with_deletion_vector
     if "deleted_rows" not in state.files.column_names or not deleted:
         return None
     rows = state.files.column("num_records")

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from compactor.errors import TableReadError
+from compactor.formats.delta.facts import DeltaFacts
 from compactor.models.state import Protocol, TableState
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import error_text, redact, register_secrets
@@ -219,12 +220,9 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         schema_json=schema_json,
         # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
         # materialising every DV, so only the certain answer is given: no feature, no DVs.
-        extra={"has_deletion_vectors": None if deleted is None else bool(deleted),
-               "deletion_vectors_enabled": dv_enabled,
-               # logical path -> rows its deletion vector deletes (files without one are absent)
-               "deleted_rows": deleted,
-               # files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
-               "unremovable_paths": unremovable},
+        extra=DeltaFacts(has_deletion_vectors=None if deleted is None else bool(deleted),
+                         deletion_vectors_enabled=dv_enabled, deleted_rows=deleted,
+                         unremovable_paths=frozenset(unremovable)),
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from compactor.formats.file_sink.state import sink_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import (
     Action,
@@ -31,11 +32,12 @@ def writer_guard(guards: Sink | SinkGuards, state: TableState, now: dt.datetime)
     if not guards.writer_stopped_check:
         return None
     now_ms = int(now.timestamp() * 1000)
-    newest = state.extra.get("newest_log_mtime_ms")
+    facts = sink_facts(state)
+    newest = facts.newest_log_mtime_ms
     if newest is not None and now_ms - newest < guards.quiet_period * 1000:
         return (f"the newest sink log file is {(now_ms - newest) // 1000}s old, younger than the quiet period "
                 f"({guards.quiet_period}s): the streaming query may still be running")
-    cp = state.extra.get("checkpoint_newest_mtime_ms")
+    cp = facts.checkpoint_newest_mtime_ms
     if guards.checkpoint and cp is not None and now_ms - cp < guards.quiet_period * 1000:
         return f"the checkpoint {guards.checkpoint} has commits from {(now_ms - cp) // 1000}s ago"
     return None
@@ -53,7 +55,7 @@ def sink_guards(policy: TablePolicy, state: TableState) -> dict[str, Any]:
     s = policy.sink or Sink()
     return {"quiet_period": s.quiet_period, "checkpoint": s.checkpoint, "writer_stopped_check": s.writer_stopped_check,
             "downstream_streaming_readers": s.downstream_streaming_readers, "grace_period": s.grace_period,
-            "latest_compact": state.extra.get("latest_compact"), "latest_batch": state.extra.get("latest_batch")}
+            "latest_compact": sink_facts(state).latest_compact, "latest_batch": sink_facts(state).latest_batch}
 
 
 def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
@@ -74,8 +76,8 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
     guard = writer_guard(sink, state, now) or readers_guard(sink)
     if guard:
         reason = "writer_active" if writer_guard(sink, state, now) else "downstream_readers"
-        skips.append(Skip(reason, None, {"latest_batch": state.extra.get("latest_batch")}, guard))
-    elif not state.extra.get("latest_compact"):
+        skips.append(Skip(reason, None, {"latest_batch": sink_facts(state).latest_batch}, guard))
+    elif not sink_facts(state).latest_compact:
         skips.append(Skip("already_compact", None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
     else:
         eligible = state.files.column("in_compact")
@@ -115,4 +117,5 @@ def _prune_action(policy: TablePolicy, state: TableState, now: dt.datetime) -> A
 
 def _due_deletions(state: TableState, sink: Sink, now: dt.datetime) -> list[str]:
     horizon = now.timestamp() - sink.grace_period
-    return sorted(e["file"] for e in state.extra.get("ledger", ()) if e.get("replaced_at", now.timestamp()) <= horizon)
+    return sorted(e.file for e in sink_facts(state).ledger
+                  if (now.timestamp() if e.replaced_at is None else e.replaced_at) <= horizon)

@@ -38,6 +38,7 @@ from compactor.formats.file_sink.state import (
     read_ledger,
     read_sink_state,
     read_swaps,
+    sink_facts,
     sink_log,
 )
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
@@ -113,7 +114,8 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if guard:
         raise SinkGuardError(f"refused, nothing changed: {guard}")
     lc_name = action.latest_compact
-    if state.extra.get("latest_compact") != lc_name or state.extra.get("latest_batch") != action.latest_batch:
+    facts = sink_facts(state)
+    if facts.latest_compact != lc_name or facts.latest_batch != action.latest_batch:
         raise StalePlanError("the sink wrote new batches since planning (the writer ran); re-plan")
     listed = dict(zip(state.files.column("path").to_pylist(), state.files.column("in_compact").to_pylist()))
     missing = [p for p in action.input_paths if not listed.get(p)]
@@ -167,7 +169,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         if ctx.fence is not None:
             ctx.fence()
         crash_point("sink.before_swap")
-        _replace_compact(sink, lc_name, set(action.input_paths), new_entries, state.extra.get("latest_batch"))
+        _replace_compact(sink, lc_name, set(action.input_paths), new_entries, sink_facts(state).latest_batch)
         crash_point("sink.after_swap")
     except BaseException:
         recover(sink)
@@ -340,7 +342,7 @@ def _prune(sink: SinkRoot, action: SinkPruneAction, state: Any) -> ActionOutcome
     ledger only when the policy asked to delete them."""
     lc_name = action.latest_compact
     assert lc_name is not None
-    _replace_compact(sink, lc_name, set(action.input_paths), [], state.extra.get("latest_batch"))
+    _replace_compact(sink, lc_name, set(action.input_paths), [], sink_facts(state).latest_batch)
     if action.delete_files:
         rels = [sink.rel(p) for p in action.input_paths]
         _add_to_ledger(sink, [sink.location(r) for r in rels if r is not None])

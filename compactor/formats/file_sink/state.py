@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -24,6 +24,38 @@ METADATA_DIR = "_spark_metadata"
 LEDGER = "_compactor/sink_ledger.json"
 #: object stores: the mtime each .compact had before compactor replaced it (a PUT cannot keep it)
 SWAPS = "_compactor/sink_swaps.json"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A replaced data file waiting out the grace period (``_compactor/sink_ledger.json``)."""
+
+    file: str
+    #: epoch seconds; None: not recorded (never due)
+    replaced_at: float | None
+
+
+@dataclass(frozen=True)
+class SinkFacts:
+    """What a file-sink output's state carries beside its files (TableState.extra of "spark_file_sink")."""
+
+    latest_batch: int | None = None
+    compact_interval: int | None = None
+    #: name of the newest .compact manifest (None: none yet)
+    latest_compact: str | None = None
+    compact_file_bytes: int = 0
+    #: entries of the latest .compact
+    compact_entries: int = 0
+    newest_log_mtime_ms: int | None = None
+    log_files: int = 0
+    checkpoint_newest_mtime_ms: int | None = None
+    ledger: tuple[LedgerEntry, ...] = ()
+    #: "delete" entries in the manifest (Spark >= 3.1 ignores the action: read as one more listed file)
+    delete_entries: int = 0
+
+
+def sink_facts(state: TableState) -> SinkFacts:
+    return state.extra if isinstance(state.extra, SinkFacts) else SinkFacts()
 
 
 def _partition_values(rel: str | None) -> dict[str, str | None]:
@@ -121,15 +153,14 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None,
     lc = log.latest_compact
     return TableState(
         uri=sink.uri, format="spark_file_sink", version=log.latest_batch, partition_columns=tuple(cols), files=files,
-        extra={"latest_batch": log.latest_batch, "compact_interval": log.compact_interval(),
-               "latest_compact": lc.name if lc else None, "compact_file_bytes": lc.size if lc else 0,
-               "compact_entries": int(sum(entries.column("in_compact").to_pylist())),
-               "newest_log_mtime_ms": log.newest_mtime_ms, "log_files": len(log.files),
-               "checkpoint_newest_mtime_ms": (checkpoint_newest_mtime_ms(checkpoint, storage_options)
-                                              if checkpoint else None),
-               "ledger": read_ledger(sink),
-               # Spark >= 3.1 ignores the action: a "delete" entry is read as one more listed file
-               "delete_entries": int(pa.compute.sum(pa.compute.equal(entries.column("action"), "delete")).as_py() or 0)},
+        extra=SinkFacts(
+            latest_batch=log.latest_batch, compact_interval=log.compact_interval(),
+            latest_compact=lc.name if lc else None, compact_file_bytes=lc.size if lc else 0,
+            compact_entries=int(sum(entries.column("in_compact").to_pylist())),
+            newest_log_mtime_ms=log.newest_mtime_ms, log_files=len(log.files),
+            checkpoint_newest_mtime_ms=checkpoint_newest_mtime_ms(checkpoint, storage_options) if checkpoint else None,
+            ledger=tuple(LedgerEntry(str(e["file"]), e.get("replaced_at")) for e in read_ledger(sink)),
+            delete_entries=int(pa.compute.sum(pa.compute.equal(entries.column("action"), "delete")).as_py() or 0)),
     )
 
 
