@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from compactor.models.results import ActionDetails
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -64,7 +65,7 @@ class ActionOutcome:
     #: paths this action removed and added (as the log names them)
     removed_paths: tuple[str, ...] = ()
     added_paths: tuple[str, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
+    details: ActionDetails = field(default_factory=ActionDetails)
 
 
 class TableSession(Protocol):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 RUN_RESULTS_SCHEMA_VERSION = 1
@@ -11,6 +11,73 @@ RUN_RESULTS_SCHEMA_VERSION = 1
 REWRITE_TYPES = frozenset({"compact", "z_order", "sort", "sink_compact"})
 
 Status = Literal["success", "skipped", "stale", "error", "verification_failed"]
+
+
+@dataclass
+class CommitReverted:
+    """compactor reverted its own commit: a concurrent commit removed the same inputs (formats/delta/guard.py)."""
+
+    overlapping_removes: int
+    repair_version: int
+    conflicting_versions: list[int]
+
+
+@dataclass
+class DuplicateFound:
+    """A later commit removed files this action had already rewritten (the post-commit watch)."""
+
+    found_by: str
+    conflicting_versions: list[int]
+
+
+@dataclass
+class ActionDetails:
+    """What an action did beyond the counts (run_results.json ``details``: only the fields set are written)."""
+
+    #: how a rewrite ran: "rewrite" (compactor's pipeline) or "native OPTIMIZE" (delta-spark)
+    method: str | None = None
+    #: actions sharing this action's commit
+    commit_group: int | None = None
+    bins: int | None = None
+    #: the delta-spark statement that ran
+    sql: str | None = None
+    note: str | None = None
+    dry_run: bool | None = None
+    would_rewrite_files: int | None = None
+    replanned: bool | None = None
+    max_runtime: bool | None = None
+    #: vacuum: the files deleted (or a dry run would delete), at most 1000, how many in all, and by which engine
+    files: list[str] | None = None
+    file_count: int | None = None
+    engine: str | None = None
+    #: set_properties: the properties set
+    properties: Mapping[str, str] | None = None
+    #: file sink: the .compact manifest written, entries pruned, replaced files deleted or still listed
+    manifest: str | None = None
+    pruned: int | None = None
+    deleted: int | None = None
+    still_referenced: int | None = None
+    repaired: CommitReverted | None = None
+    duplicated_later: DuplicateFound | None = None
+    #: a planned repair: its result as JSON (formats/delta/repair.py RepairResult.to_dict)
+    repair: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: asdict(v) if isinstance(v := getattr(self, f.name), CommitReverted | DuplicateFound) else v
+                for f in fields(self) if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ActionDetails:
+        """Details as run_results.json holds them (keys of older versions are dropped)."""
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
+        if isinstance(kw.get("commit_group"), bool):  # written as true by compactor <= 0.x for OPTIMIZE groups
+            kw["commit_group"] = None
+        if isinstance(kw.get("repaired"), Mapping):
+            kw["repaired"] = CommitReverted(**kw["repaired"])
+        if isinstance(kw.get("duplicated_later"), Mapping):
+            kw["duplicated_later"] = DuplicateFound(**kw["duplicated_later"])
+        return cls(**kw)
 
 
 @dataclass
@@ -30,7 +97,7 @@ class ActionResult:
     duration_s: float = 0.0
     error: str | None = None
     #: extra facts: repaired concurrent commit, files a dry-run vacuum would delete, ...
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: ActionDetails = field(default_factory=ActionDetails)
 
 
 @dataclass
@@ -69,12 +136,15 @@ class RunResults:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for r, out in zip(self.results, d["results"]):
+            out["details"] = r.details.to_dict()
         return {"schema_version": d.pop("schema_version"), **d}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RunResults:
         d = dict(d)
-        results = [ActionResult(**r) for r in d.pop("results", [])]
+        results = [ActionResult(**{**r, "details": ActionDetails.from_dict(r.get("details") or {})})
+                   for r in d.pop("results", [])]
         totals = RunTotals(**d.pop("totals", {}))
         return cls(results=results, totals=totals, **d)
 

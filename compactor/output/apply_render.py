@@ -8,7 +8,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from compactor.models.results import RunResults
+from compactor.models.events import (
+    ActionFinished,
+    ActionStarted,
+    BinsDone,
+    DuplicateFoundLater,
+    GroupStarted,
+    OutOfTime,
+    ProgressEvent,
+    WatchWaiting,
+)
+from compactor.models.results import ActionResult, RunResults
 from compactor.output.text import safe
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.units import format_size
@@ -25,63 +35,63 @@ class ProgressPrinter:
         self.done_bytes = 0
         self.bins_printed: dict[str, float] = {}
 
-    def __call__(self, event: str, data: dict[str, Any]) -> None:
-        if event == "bins":
-            self._bins(data)
-        elif event == "out_of_time":
-            self.console.print(f"{safe(data['table'])}: max_runtime ({data['max_runtime_s']:.0f}s) reached; "
-                               f"{data['skipped']} action(s) left for the next run", highlight=False)
-        elif event == "group_start":
-            first, last = data["first"] + 1, data["last"] + 1
-            span = f"{first}" if first == last else f"{first}-{last}"
-            self.console.print(f"\\[{span}/{data['count']}] {safe(data['table'])}: {last - first + 1} partition(s), "
-                               f"{data['bins']} bin(s), {format_size(data['bytes'])} in one commit", highlight=False)
-        elif event == "action_start":
-            part = "/".join(f"{k}={v}" for k, v in (data.get("partition") or {}).items()) or "(table)"
-            self.console.print(f"\\[{data['index'] + 1}/{data['count']}] {safe(data['table'])}: {safe(data['action'])} "
-                               f"{safe(part)} ({format_size(data.get('bytes') or 0)})", highlight=False)
-        elif event == "watch_wait":
-            self.console.print(f"watching {len(data['tables'])} table(s) for another {data['seconds']:.0f}s for "
-                               "concurrent compactions of the files just rewritten (watch_window / --watch)",
-                               highlight=False)
-        elif event == "duplicate_found":
-            found = data["found"]
-            self.console.print(f"    [red]{safe(data['table'])}: version(s) {found.get('conflicting_versions')} rewrote "
-                               "files compactor had just rewritten: rows are live twice; `compactor plan` plans the "
-                               "repair[/]", highlight=False)
-        elif event == "action_end":
-            r = data["result"]
-            if r.details.get("commit_group"):  # one line per partition of a commit group
-                part = "/".join(f"{k}={v}" for k, v in r.partition.items()) or "(table)"
-                how = f" ({r.details['method']})" if r.details.get("method") else ""
-                self.console.print(f"    {safe(part)}: {safe(r.status)} {r.files_removed} -> {r.files_added} file(s)"
-                                   f"{how}{': ' + safe(r.error) if r.error else ''}", highlight=False)
-                if r.status == "success":
-                    self.done_bytes += r.bytes_removed
-                return
-            if r.details.get("dry_run") and r.status == "skipped" and "would_rewrite_files" in r.details:
-                self.console.print(f"    -> would rewrite {r.details['would_rewrite_files']} file(s) (dry run: "
-                                   "preconditions hold, nothing written)", highlight=False)
-            elif r.status != "success":
-                self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
-            else:
+    def __call__(self, event: ProgressEvent) -> None:
+        match event:
+            case BinsDone():
+                self._bins(event)
+            case OutOfTime(table, skipped, budget):
+                self.console.print(f"{safe(table)}: max_runtime ({budget:.0f}s) reached; "
+                                   f"{skipped} action(s) left for the next run", highlight=False)
+            case GroupStarted(table, first, last, count, bins, size):
+                span = f"{first + 1}" if first == last else f"{first + 1}-{last + 1}"
+                self.console.print(f"\\[{span}/{count}] {safe(table)}: {last - first + 1} partition(s), "
+                                   f"{bins} bin(s), {format_size(size)} in one commit", highlight=False)
+            case ActionStarted(table, action, partition, size, index, count):
+                part = "/".join(f"{k}={v}" for k, v in partition.items()) or "(table)"
+                self.console.print(f"\\[{index + 1}/{count}] {safe(table)}: {safe(action)} "
+                                   f"{safe(part)} ({format_size(size)})", highlight=False)
+            case WatchWaiting(tables, seconds):
+                self.console.print(f"watching {len(tables)} table(s) for another {seconds:.0f}s for "
+                                   "concurrent compactions of the files just rewritten (watch_window / --watch)",
+                                   highlight=False)
+            case DuplicateFoundLater(table, found):
+                self.console.print(f"    [red]{safe(table)}: version(s) {found.conflicting_versions} rewrote "
+                                   "files compactor had just rewritten: rows are live twice; `compactor plan` plans "
+                                   "the repair[/]", highlight=False)
+            case ActionFinished(_, r):
+                self._finished(r)
+
+    def _finished(self, r: ActionResult) -> None:
+        d = r.details
+        if d.commit_group:  # one line per partition of a commit group
+            part = "/".join(f"{k}={v}" for k, v in r.partition.items()) or "(table)"
+            how = f" ({d.method})" if d.method else ""
+            self.console.print(f"    {safe(part)}: {safe(r.status)} {r.files_removed} -> {r.files_added} file(s)"
+                               f"{how}{': ' + safe(r.error) if r.error else ''}", highlight=False)
+            if r.status == "success":
                 self.done_bytes += r.bytes_removed
-                self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
-                                   f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
+            return
+        if d.dry_run and r.status == "skipped" and d.would_rewrite_files is not None:
+            self.console.print(f"    -> would rewrite {d.would_rewrite_files} file(s) (dry run: "
+                               "preconditions hold, nothing written)", highlight=False)
+        elif r.status != "success":
+            self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
+        else:
+            self.done_bytes += r.bytes_removed
+            self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
+                               f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
 
-
-    def _bins(self, data: dict[str, Any]) -> None:
+    def _bins(self, e: BinsDone) -> None:
         """At most one line every BINS_EVERY_S per table, and the last bin."""
         import time
 
-        now, table = time.monotonic(), data["table"]
-        last = data["bins_done"] == data["bins_total"]
-        if not last and now - self.bins_printed.get(table, 0.0) < self.BINS_EVERY_S:
+        now = time.monotonic()
+        last = e.bins_done == e.bins_total
+        if not last and now - self.bins_printed.get(e.table, 0.0) < self.BINS_EVERY_S:
             return
-        self.bins_printed[table] = now
-        self.console.print(f"    {safe(table)}: {data['bins_done']}/{data['bins_total']} bins, "
-                           f"{format_size(data['bytes_done'])} of {format_size(data['bytes_total'])} read",
-                           highlight=False)
+        self.bins_printed[e.table] = now
+        self.console.print(f"    {safe(e.table)}: {e.bins_done}/{e.bins_total} bins, "
+                           f"{format_size(e.bytes_done)} of {format_size(e.bytes_total)} read", highlight=False)
 
 
 def render_run(run: RunResults, console: Console) -> None:
@@ -118,19 +128,17 @@ def repair_lines(run: RunResults) -> list[str]:
     and per duplicate the post-commit watch found."""
     out = []
     for r in run.results:
-        d = r.details or {}
-        if r.type == "repair" and "repair" in d:
-            rep = d["repair"]
+        d = r.details
+        if r.type == "repair" and d.repair is not None:
+            rep = d.repair
             vs = sorted({x["later_version"] for x in rep.get("duplicates", ())})
             out.append(f"{'would repair' if run.dry_run else 'repaired'} {r.table}: rows live twice since version(s) "
                        f"{vs}, repaired in {rep.get('repair_versions')}, {rep.get('rows_deduplicated')} duplicated "
                        "rows removed")
-        if "repaired" in d:
-            rep = d["repaired"]
+        if d.repaired is not None:
             out.append(f"repaired {r.table} {r.type} {r.partition}: its commit overlapped version(s) "
-                       f"{rep.get('conflicting_versions')} and was reverted in version {rep.get('repair_version')}")
-        if "duplicated_later" in d:
-            rep = d["duplicated_later"]
-            out.append(f"rows live twice in {r.table}: version(s) {rep.get('conflicting_versions')} rewrote the inputs "
+                       f"{d.repaired.conflicting_versions} and was reverted in version {d.repaired.repair_version}")
+        if d.duplicated_later is not None:
+            out.append(f"rows live twice in {r.table}: version(s) {d.duplicated_later.conflicting_versions} rewrote the inputs "
                        f"of {r.type} {r.partition} again; `compactor plan` plans the repair")
     return out

@@ -21,8 +21,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,16 @@ from compactor.engines.base import RewriteEngine
 from compactor.errors import CompactorError, LeaseError, PlanError, StalePlanError, UsageError, VerificationError
 from compactor.formats import get_format
 from compactor.formats.base import ActionContext, ActionOutcome, TableFormat, TableSession
-from compactor.models.results import ActionResult, RunResults, compute_run_totals
+from compactor.models.events import (
+    ActionFinished,
+    ActionStarted,
+    BinsDone,
+    GroupStarted,
+    OutOfTime,
+    Progress,
+    WatchWaiting,
+)
+from compactor.models.results import ActionDetails, ActionResult, RunResults, compute_run_totals
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import Plan, TablePlan
@@ -46,7 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, dict[str, Any]], None]
 
 
 def _now_iso() -> str:
@@ -188,8 +196,8 @@ def _finish_watches(watching: list[tuple[TableWatch, TableLease]], progress: Pro
     if not watching:
         return
     if progress:
-        progress("watch_wait", {"tables": [w.table for w, _ in watching],
-                                "seconds": max(0.0, max(w.deadline for w, _ in watching) - time.monotonic())})
+        progress(WatchWaiting([w.table for w, _ in watching],
+                              max(0.0, max(w.deadline for w, _ in watching) - time.monotonic())))
     while watching:
         watch, lease = watching[0]
         watch.finish()
@@ -230,7 +238,7 @@ def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progre
                              "by hand)")
     results.append(res)
     if progress:
-        progress("action_end", {"table": table.name, "result": res})
+        progress(ActionFinished(table.name, res))
     return True
 
 
@@ -324,11 +332,10 @@ def _run_group(env: _TableRun, group: list[int], state: TableState, session: Tab
     for _, action, res in members:
         res.table_version_before = state.version
         res.rows_before = action.rows
-        res.details = {**res.details, "commit_group": len(members)}
+        res.details.commit_group = len(members)
     if env.progress:
-        env.progress("group_start", {"table": table.name, "first": group[0], "last": group[-1],
-                                     "count": len(table.actions), "bins": sum(len(a.bins) for _, a, _ in members),
-                                     "bytes": sum(a.input_bytes for _, a, _ in members)})
+        env.progress(GroupStarted(table.name, group[0], group[-1], len(table.actions),
+                                  sum(len(a.bins) for _, a, _ in members), sum(a.input_bytes for _, a, _ in members)))
     ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, session,
                    next_group=_next_group(env, group[-1] + 1, state), on_bin_done=bins.done)
     try:
@@ -350,7 +357,7 @@ def _run_group(env: _TableRun, group: list[int], state: TableState, session: Tab
             _fill(res, outcome)
             res.status = "success"
             if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
-                    and not outcome.details.get("repaired"):
+                    and outcome.details.repaired is None:
                 env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
     stop = False
     share = (time.monotonic() - t0) / len(members)  # each member's share of the group's time: they add up
@@ -392,7 +399,7 @@ def _record(env: _TableRun, res: ActionResult, results: list[ActionResult], t0: 
         log.error("%s: verification failed, stopping this table: %s", env.table.name, res.error)
         return True
     if env.progress:
-        env.progress("action_end", {"table": env.table.name, "result": res})
+        env.progress(ActionFinished(env.table.name, res))
     return res.status == "error"
 
 
@@ -402,9 +409,9 @@ def _out_of_time(env: _TableRun, rest: Sequence[Action], results: list[ActionRes
     note = f"max_runtime ({budget:.0f}s) was reached before it started; the next run picks it up"
     for a in rest:
         results.append(ActionResult(env.table.name, a.type, dict(a.partition), "skipped",
-                                    details={"max_runtime": True, "note": note}))
+                                    details=ActionDetails(max_runtime=True, note=note)))
     if env.progress:
-        env.progress("out_of_time", {"table": env.table.name, "skipped": len(rest), "max_runtime_s": budget})
+        env.progress(OutOfTime(env.table.name, len(rest), budget))
 
 
 class _BinProgress:
@@ -424,9 +431,8 @@ class _BinProgress:
         with self.lock:
             self.bins += 1
             self.bytes += input_bytes
-            data = {"table": self.table, "bins_done": self.bins, "bins_total": self.bins_total,
-                    "bytes_done": self.bytes, "bytes_total": self.bytes_total}
-        self.progress("bins", data)
+            event = BinsDone(self.table, self.bins, self.bins_total, self.bytes, self.bytes_total)
+        self.progress(event)
 
 
 def _context(env: _TableRun, key: str, state: TableState, session: TableSession, **extra: Any) -> ActionContext:
@@ -451,15 +457,15 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
         if not env.replan_stale or not isinstance(action, RewriteAction):
             raise
         action = _replan(action, state)
-        res.details = {"replanned": True}
+        res.details.replanned = True
     if action.rewrites:
         res.rows_before = action.rows
     if env.progress:
-        env.progress("action_start", {"table": table.name, "action": action.type, "partition": action.partition,
-                                      "bytes": action.input_bytes, "index": i, "count": len(table.actions)})
+        env.progress(ActionStarted(table.name, action.type, action.partition, action.input_bytes, i,
+                                   len(table.actions)))
     if env.dry_run and action.type != "vacuum":
         res.status = "skipped"
-        res.details = {**res.details, "dry_run": True, "would_rewrite_files": action.input_files}
+        res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
         return
     ctx = _context(env, str(i), state, session)
     if env.lease is not None:
@@ -471,7 +477,7 @@ def _run_action(env: _TableRun, i: int, planned: Action, res: ActionResult, stat
         outcome = fmt.run(action, ctx)
     _fill(res, outcome)
     if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
-            and not outcome.details.get("repaired") and not env.dry_run:
+            and outcome.details.repaired is None and not env.dry_run:
         env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
     res.status = "skipped" if env.dry_run else "success"
 
@@ -508,7 +514,12 @@ def _fill(res: ActionResult, o: ActionOutcome) -> None:
     if o.version_before is not None:
         res.table_version_before = o.version_before
     res.table_version_after = o.version_after
-    res.details = {**res.details, **o.details}
+    res.details = _merged(res.details, o.details)
+
+
+def _merged(planned: ActionDetails, done: ActionDetails) -> ActionDetails:
+    """The details apply set (replanned, commit group) and what the format reports, the format's winning."""
+    return replace(planned, **{f.name: getattr(done, f.name) for f in fields(done) if getattr(done, f.name) is not None})
 
 
 def write_run_results(run: RunResults, target_dir: Path) -> Path:
@@ -531,7 +542,6 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
     """``watch_s``: the post-commit watch window (default: the target's ``watch_window``);
     ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``); ``require_key``:
     the plan file must be signed with this key."""
-    from dataclasses import replace
 
     from compactor.planning.integrity import plan_problems
     from compactor.project.compile import compile_project

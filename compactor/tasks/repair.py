@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,6 @@ from compactor.project.model import ProjectOptions
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[str, dict[str, Any]], None]
 
 
 def supports_repair(fmt: TableFormat) -> bool:

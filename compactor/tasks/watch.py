@@ -16,12 +16,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.formats.base import TableFormat
-from compactor.models.results import ActionResult
+from compactor.models.events import DuplicateFoundLater, Progress
+from compactor.models.results import ActionResult, DuplicateFound
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +52,9 @@ class TableWatch:
     window_s: float
     commit_metadata: Mapping[str, str]
     poll_s: float = DEFAULT_POLL_S
-    progress: Callable[[str, dict[str, Any]], None] | None = None
+    progress: Progress | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
-    repairs: list[dict[str, Any]] = field(default_factory=list)
+    repairs: list[DuplicateFound] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -118,13 +119,13 @@ class TableWatch:
                "`compactor plan` plans their repair (`compactor repair` shows and applies it)")
         log.warning("%s: %s", self.table, msg)
         self.errors.append(msg)
-        info = {"found_by": "watch", "conflicting_versions": versions}
+        info = DuplicateFound("watch", versions)
         self.repairs.append(info)
         for w, _h in hits:
             w.result.status, w.result.error = "error", msg
-            w.result.details = {**w.result.details, "duplicated_later": info}
+            w.result.details.duplicated_later = info
         if self.progress:
-            self.progress("duplicate_found", {"table": self.table, "found": info})
+            self.progress(DuplicateFoundLater(self.table, info))
 
     def finish(self) -> None:
         """Wait for what is left of the window, poll a last time, stop the thread."""

@@ -9,6 +9,7 @@ from deltalake import DeltaTable
 
 from compactor.engines.local import LocalEngine
 from compactor.formats.delta.log import commits_after
+from compactor.models.events import BinsDone
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
@@ -121,7 +122,7 @@ def test_max_runtime_stops_starting_groups_and_the_next_run_does_the_rest(tmp_pa
     statuses = [r.status for r in run.results]
     assert statuses[0] == "success" and statuses[-1] == "skipped", statuses
     skipped = [r for r in run.results if r.status == "skipped"]
-    assert all(r.details.get("max_runtime") for r in skipped) and run.ok
+    assert all(r.details.max_runtime for r in skipped) and run.ok
     exactly_once(t, n)
     assert len(plan_for(t).tables[0].actions) == len(skipped)
     assert apply_plan(plan_for(t), target=Target()).ok
@@ -134,8 +135,8 @@ def test_progress_reports_bins_and_bytes_per_table(tmp_path: Path) -> None:
     make_table(t, partitions=3, appends=2)
     plan = plan_for(t)
     total = sum(a.input_bytes for a in plan.tables[0].actions)
-    events: list[dict] = []
-    run = apply_plan(plan, target=Target(), progress=lambda e, d: events.append(d) if e == "bins" else None)
+    events: list[BinsDone] = []
+    run = apply_plan(plan, target=Target(), progress=lambda e: events.append(e) if isinstance(e, BinsDone) else None)
     assert run.ok
-    assert [e["bins_done"] for e in events] == [1, 2, 3] and {e["bins_total"] for e in events} == {3}
-    assert events[-1]["bytes_done"] == events[-1]["bytes_total"] == total
+    assert [e.bins_done for e in events] == [1, 2, 3] and {e.bins_total for e in events} == {3}
+    assert events[-1].bytes_done == events[-1].bytes_total == total

@@ -66,7 +66,7 @@ def test_post_commit_scan_repairs_a_compaction_that_lands_inside_the_commit_wind
     run = apply_plan(plan_for(t), target=Target())
     (r,) = run.results
     assert r.status == "success", r.error
-    assert r.details["repaired"]["overlapping_removes"] == 8
+    assert r.details.repaired.overlapping_removes == 8
     exactly_once(t, n)  # without the repair every row would be there twice
 
 

@@ -69,7 +69,7 @@ def test_replan_stale_replans_the_partition(tmp_path: Path) -> None:
     DeltaTable(str(t)).delete("id = 0")
     run = apply_plan(plan, target=Target(), replan_stale=True)
     r = next(r for r in run.results if r.partition["date"] == "2024-01-01")
-    assert r.status == "success" and r.details.get("replanned") is True
+    assert r.status == "success" and r.details.replanned is True
     assert r.files_removed == 8 and r.rows_before == r.rows_after == 8 * 50 - 1
     c = ids(t)
     assert 0 not in c and sorted(c) == list(range(1, n)) and max(c.values()) == 1

@@ -136,7 +136,7 @@ def test_optimize_committing_inside_compactors_commit_window_is_reverted(tmp_pat
     monkeypatch.setattr(commit_mod, "removed_since", recheck_then_optimize)
     run = apply_plan(plan_for(t), target=Target(), watch_s=0)
     (r,) = run.results
-    assert r.status == "success" and r.details["repaired"]["conflicting_versions"] == [v0 + 1]
+    assert r.status == "success" and r.details.repaired.conflicting_versions == [v0 + 1]
     assert _operations(t, v0) == ["OPTIMIZE", "compactor", "compactor"]  # the rewrite and its repair
     exactly_once(t, n)
     assert detect(str(t)).open == []

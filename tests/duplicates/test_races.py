@@ -37,9 +37,9 @@ def _race(t: Path, seed: int) -> tuple[int, Counter]:
         run = apply_plan(plan, target=Target(), watch_s=WATCH_S)
         for r in run.results:
             outcome[f"compactor:{r.status}"] += 1
-            if "repaired" in r.details:
+            if r.details.repaired is not None:
                 outcome["repaired:guard"] += 1
-            if "duplicated_later" in r.details:
+            if r.details.duplicated_later is not None:
                 outcome["found:watch"] += 1
             elif r.status not in ("success", "stale"):
                 errors.append(AssertionError(f"{r.type} {r.status}: {r.error}"))

@@ -61,9 +61,9 @@ def test_an_external_compaction_committing_after_compactor_is_found_by_the_watch
     run_ = apply_plan(plan, target=Target(), watch_s=3.0)
     th.join()
     assert not run_.ok
-    named = [r.details["duplicated_later"] for r in run_.results if "duplicated_later" in r.details]
+    named = [r.details.duplicated_later for r in run_.results if r.details.duplicated_later is not None]
     assert named, "the run results name the duplicate"
-    (other_version,) = named[0]["conflicting_versions"]  # the other job's commit, not one of compactor's
+    (other_version,) = named[0].conflicting_versions  # the other job's commit, not one of compactor's
     assert read_commit(str(t), other_version).metadata("compactor.action") is None
     assert sum(ids(t).values()) == 2 * n  # nothing repaired unplanned
     fix = plan_for(t)
@@ -144,7 +144,7 @@ def test_a_planned_repair_runs_first_then_the_compaction(tmp_path: Path) -> None
     assert [a.type for a in plan.tables[0].actions][0] == "repair"
     run_ = apply_plan(plan, target=Target(), watch_s=0)
     assert run_.results[0].type == "repair" and run_.results[0].status == "success"
-    assert run_.results[0].details["repair"]["rows_deduplicated"] == n - 40
+    assert run_.results[0].details.repair["rows_deduplicated"] == n - 40
     assert run_.ok, [(r.type, r.status, r.error) for r in run_.results]
     exactly_once(t, n)
 

@@ -79,8 +79,8 @@ def test_vacuum_dry_run_lists_files_and_real_run_deletes_only_removed_files(tmp_
     vacuum = VacuumAction(retention_hours=0, precondition=Precondition.of(None, ()))
     run = apply_plan(_plan(t, vacuum), target=Target(), dry_run=True)
     (r,) = run.results
-    assert r.status == "skipped" and r.details["file_count"] == 5
-    assert {Path(f).name for f in r.details["files"]} == removed
+    assert r.status == "skipped" and r.details.file_count == 5
+    assert {Path(f).name for f in r.details.files} == removed
     assert len(list((t / "date=2024-01-01").glob("*.parquet"))) == 6  # nothing deleted
     run = apply_plan(_plan(t, vacuum), target=Target())
     assert run.ok and run.results[0].files_removed == 5

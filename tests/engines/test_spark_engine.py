@@ -184,4 +184,4 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     assert DeltaTable(str(t)).version() == v0 + 1
     assert [(r.files_removed, r.files_added) for r in run.results] == [(6, 1), (6, 1)]
     assert {r.table_version_after for r in run.results} == {v0 + 1}
-    assert " OR " in run.results[0].details["sql"]
+    assert " OR " in run.results[0].details.sql

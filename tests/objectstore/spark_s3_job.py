@@ -111,7 +111,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
     obs["delta_actions"] = [(a.type, a.method, a.input_files) for a in dplan.tables[0].actions]
     drun = apply_plan(dplan, target=target(so, "spark"))
     obs["delta_apply"] = [(r.status, r.error, r.files_removed, r.files_added, r.rows_before, r.rows_after,
-                           "sql" in (r.details or {})) for r in drun.results]
+                           r.details.sql is not None) for r in drun.results]
     c = ids(uri, so)
     obs["delta_exactly_once"] = sorted(c) == list(range(n)) and set(c.values()) == {1}
     obs["delta_files_after"] = read_delta_state(uri, so).file_count

@@ -124,7 +124,7 @@ def test_compact_replace_manifest_and_delete_after_grace(store_root):
     assert [a.type for a in plan.tables[0].actions] == ["sink_delete_replaced"]
     run = apply_plan(plan, target=target(so))
     assert run.ok, [r.error for r in run.results]
-    assert run.results[0].details == {"deleted": 12, "still_referenced": 0}
+    assert run.results[0].details.to_dict() == {"deleted": 12, "still_referenced": 0}
     sink = SinkRoot(uri, so)
     assert not any(st.exists(sink.rel_of_location(e["file"])) for e in ledger)
     assert json.loads(st.read_bytes(LEDGER)) == []

@@ -48,10 +48,10 @@ def test_prune_drops_old_entries_atomically(tmp_path: Path, delete_files: bool) 
         assert [x.type for x in later.tables[0].actions] == ["sink_delete_replaced"]
         run = apply_plan(later, target=Target(engine="local"))
         assert run.ok
-        assert run.results[0].details == {"deleted": 0, "still_referenced": 4}  # old log files list them
+        assert run.results[0].details.to_dict() == {"deleted": 0, "still_referenced": 4}  # old log files list them
         for name in ("0", "1", "2.compact"):  # what the writer's log cleanup removes eventually
             (out / "_spark_metadata" / name).unlink()
         run = apply_plan(plan(out, delete_files=True, grace=1), target=Target(engine="local"))
-        assert run.ok and run.results[0].details["deleted"] == 4
+        assert run.ok and run.results[0].details.deleted == 4
         assert len(list(out.rglob("*.parquet"))) == 10
     assert list_log(out / "_spark_metadata").latest_compact.path.name == "5.compact"

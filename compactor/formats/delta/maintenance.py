@@ -11,6 +11,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
     VacuumAction,
@@ -43,16 +44,16 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
             engine.sql(vacuum_sql(path, hours, False))
         return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
                              version_after=handle(ctx).version(),
-                             details={"dry_run": ctx.dry_run, "files": sorted(candidates)[:1000],
-                                      "file_count": len(candidates), "engine": "delta-spark"})
+                             details=ActionDetails(dry_run=ctx.dry_run, files=sorted(candidates)[:1000],
+                                                   file_count=len(candidates), engine="delta-spark"))
     check_writable(ctx)
     # checked above against the (possibly simulated) table property; delta-rs would check the stored one
     if not ctx.dry_run:
         fence(ctx)
     files = dt.vacuum(retention_hours=hours, dry_run=ctx.dry_run, enforce_retention_duration=not ctx.dry_run)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
-                         version_after=dt.version(), details={"dry_run": ctx.dry_run, "files": sorted(files)[:1000],
-                                                              "file_count": len(files)})
+                         version_after=dt.version(),
+                         details=ActionDetails(dry_run=ctx.dry_run, files=sorted(files)[:1000], file_count=len(files)))
 
 
 def set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOutcome:
@@ -64,4 +65,4 @@ def set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOut
         fence(ctx)
         dt.alter.set_table_properties(props, raise_if_not_exists=False)
     return ActionOutcome(version_before=before, version_after=handle(ctx).version(),
-                         details={"properties": props, "dry_run": ctx.dry_run})
+                         details=ActionDetails(properties=props, dry_run=ctx.dry_run))

@@ -25,6 +25,7 @@ from compactor.formats.delta.context import check_writable, fence, handle
 from compactor.formats.delta.log import Commit
 from compactor.formats.delta.plan import unsupported_reason
 from compactor.formats.delta.rewrite import after_commit, num_records
+from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     RewriteAction,
     ZOrderAction,
@@ -62,7 +63,7 @@ def z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
                                       commit_properties=commit_properties(ctx.commit_metadata))
     if not metrics.get("numFilesAdded") and not metrics.get("numFilesRemoved"):
         return ActionOutcome(version_before=read_version, version_after=read_version,
-                             details={"note": "delta-rs found nothing to rewrite"})
+                             details=ActionDetails(note="delta-rs found nothing to rewrite"))
     own = find_commit(uri, so, read_version, marker)
     if own is None:
         raise ApplyError(f"delta-rs z-order committed but its commit (marker {marker}) is not in the log")
@@ -92,7 +93,7 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
     removed = [RemovedFile(p, int(r.get("size") or 0), r.get("partitionValues") or {}, records.get(p))
                for p, r in own.removes.items()]
     outcome = after_commit(ctx, dt, own, removed, outcome)
-    if outcome.rows_removed != outcome.rows_added and "repaired" not in outcome.details:
+    if outcome.rows_removed != outcome.rows_added and outcome.details.repaired is None:
         raise VerificationError(f"commit {own.version} removed {outcome.rows_removed} live rows and added "
                                 f"{outcome.rows_added} (from the log's statistics, footers where it has none)")
     return outcome
@@ -137,17 +138,17 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
     own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
         return [ActionOutcome(version_before=read_version, version_after=read_version,
-                              details={"note": "delta-spark OPTIMIZE found nothing to rewrite", "sql": sql})
+                              details=ActionDetails(note="delta-spark OPTIMIZE found nothing to rewrite", sql=sql))
                 for _ in actions]
     whole = _outcome_from_log(ctx, dt, own, read_version, records)
-    whole.details["sql"] = sql
+    whole.details.sql = sql
     if len(actions) == 1:
         return [whole]
-    return [_member_outcome(a, own, whole, ctx.state.partition_columns) for a in actions]
+    return [_member_outcome(a, own, whole, ctx.state.partition_columns, len(actions)) for a in actions]
 
 
 def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
-                    partition_columns: Sequence[str]) -> ActionOutcome:
+                    partition_columns: Sequence[str], members: int) -> ActionOutcome:
     """The part of a grouped OPTIMIZE commit in ``action``'s partition (rows are verified for the whole
     commit; per partition they are the planned rows)."""
     mine = {c: action.partition.get(c) for c in partition_columns}
@@ -161,13 +162,14 @@ def _member_outcome(action: RewriteAction, own: Commit, whole: ActionOutcome,
 
     removes = {p: r for p, r in own.removes.items() if ours(r)}
     adds = {p: a for p, a in own.adds.items() if ours(a)}
-    details = {k: v for k, v in whole.details.items() if k in ("sql", "repaired")}
+    reverted = whole.details.repaired is not None
     return ActionOutcome(
-        files_removed=0 if "repaired" in details else len(removes),
-        files_added=0 if "repaired" in details else len(adds),
+        files_removed=0 if reverted else len(removes),
+        files_added=0 if reverted else len(adds),
         bytes_removed=sum(int(r.get("size") or 0) for r in removes.values()),
         bytes_added=sum(int(a.get("size") or 0) for a in adds.values()),
         rows_removed=action.rows, rows_added=action.rows if adds else 0,
         version_before=whole.version_before, version_after=whole.version_after,
         removed_paths=tuple(removes), added_paths=tuple(adds),
-        details={**details, "commit_group": True, "method": "native OPTIMIZE"})
+        details=ActionDetails(sql=whole.details.sql, repaired=whole.details.repaired, commit_group=members,
+                              method="native OPTIMIZE"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.repair import repair
 from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.models.results import ActionDetails
 from compactor.planning.actions import RepairAction
 
 
@@ -28,4 +29,4 @@ def run_repair(action: RepairAction, ctx: ActionContext) -> ActionOutcome:
         files_removed=result.files_removed, files_added=result.files_restored, rows_removed=result.rows_removed,
         rows_added=result.rows_restored, version_before=result.version_before, version_after=result.version_after,
         removed_paths=tuple(action.remove), added_paths=tuple(action.restore),
-        details={"repair": result.to_dict()})
+        details=ActionDetails(repair=result.to_dict()))

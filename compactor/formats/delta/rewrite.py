@@ -46,6 +46,7 @@ from compactor.formats.delta.context import (
 )
 from compactor.formats.delta.log import Commit, commits_after
 from compactor.formats.delta.session import DeltaSession, session_of
+from compactor.models.results import ActionDetails, CommitReverted
 from compactor.planning.actions import (
     RewriteAction,
     SortAction,
@@ -258,7 +259,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
             bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
             rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
             removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
-            details={"bins": len(rewrites[k].bins), "commit_group": len(keep), "method": "rewrite"})
+            details=ActionDetails(bins=len(rewrites[k].bins), commit_group=len(keep), method="rewrite"))
         outcomes.append(outcome)
         results.append(outcome)
     _after_group_commit(ctx, dt, own, [r for f in keep for r in f[0]], outcomes)
@@ -332,8 +333,7 @@ def after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[Rem
         # no fence: the commit landed, and reverting it must not wait for a lease this run may have lost
         # while paused (the revert is proved on the files like every repair, and re-checks the log)
         repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata)
-        outcome.details["repaired"] = {"overlapping_removes": len(overlap), "repair_version": repair.version,
-                                       "conflicting_versions": sorted(set(overlap.values()))}
+        outcome.details.repaired = CommitReverted(len(overlap), repair.version, sorted(set(overlap.values())))
         outcome.version_after = repair.version
         outcome.files_added = outcome.files_removed = 0
         return outcome
@@ -350,9 +350,9 @@ def _after_group_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Seque
         removed_paths=tuple(p for o in outcomes for p in o.removed_paths),
         added_paths=tuple(p for o in outcomes for p in o.added_paths))
     after_commit(ctx, dt, own, removed, whole)
-    if "repaired" in whole.details:  # the whole commit was undone: no member's rewrite stands
+    if whole.details.repaired is not None:  # the whole commit was undone: no member's rewrite stands
         for o in outcomes:
-            o.details["repaired"] = whole.details["repaired"]
+            o.details.repaired = whole.details.repaired
             o.version_after = whole.version_after
             o.files_added = o.files_removed = 0
 

@@ -41,6 +41,7 @@ from compactor.formats.file_sink.state import (
     sink_facts,
     sink_log,
 )
+from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
 from compactor.runtime import clock, liveness
 from compactor.runtime.faults import crash_point
@@ -130,7 +131,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
                          "refusing to rewrite files of another location")
     rels: dict[str, str] = {p: r for p, r in found.items() if r is not None}
     if ctx.dry_run:
-        return ActionOutcome(details={"dry_run": True})
+        return ActionOutcome(details=ActionDetails(dry_run=True))
     if ctx.fence is not None:
         ctx.fence()
     if isinstance(action, SinkPruneAction):
@@ -179,7 +180,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     return ActionOutcome(files_removed=len(action.input_paths), files_added=len(new_entries), bytes_removed=bytes_in,
                          bytes_added=sum(size for _, size in new_entries), rows_removed=rows_in,
                          rows_added=rows_out, version_before=state.version, version_after=state.version,
-                         details={"manifest": lc_name})
+                         details=ActionDetails(manifest=lc_name))
 
 
 def _join(folder: str, name: str) -> str:
@@ -318,7 +319,8 @@ def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: Acti
         gone = set(deleted) | (due - set(kept))
         entries = [e for e in read_ledger(sink) if e["file"] not in gone]
         sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())
-    return ActionOutcome(files_removed=len(deleted), details={"deleted": len(deleted), "still_referenced": len(kept)})
+    return ActionOutcome(files_removed=len(deleted), details=ActionDetails(deleted=len(deleted),
+                                                                                  still_referenced=len(kept)))
 
 
 def _inside_data(sink: SinkRoot, location: str) -> bool:
@@ -347,4 +349,5 @@ def _prune(sink: SinkRoot, action: SinkPruneAction, state: Any) -> ActionOutcome
         rels = [sink.rel(p) for p in action.input_paths]
         _add_to_ledger(sink, [sink.location(r) for r in rels if r is not None])
     return ActionOutcome(files_removed=len(action.input_paths), version_before=state.version,
-                         version_after=state.version, details={"manifest": lc_name, "pruned": len(action.input_paths)})
+                         version_after=state.version, details=ActionDetails(manifest=lc_name,
+                                                                                   pruned=len(action.input_paths)))
