@@ -6,6 +6,8 @@ is shown as an internal error (with a traceback only under --debug).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CompactorError(Exception):
     """Base class of every error compactor raises deliberately."""
@@ -40,7 +42,7 @@ class PolicyError(CompactorError):
     code = "policy"
     exit_code = 1
 
-    def __init__(self, message: str, diagnostics: list | None = None, *, hint: str | None = None):
+    def __init__(self, message: str, diagnostics: list[Any] | None = None, *, hint: str | None = None):
         super().__init__(message, hint=hint)
         self.diagnostics = list(diagnostics or [])
 

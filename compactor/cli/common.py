@@ -33,7 +33,7 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
     return value
 
 
-def project_options(f: Callable) -> Callable:
+def project_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """Decorator adding --project-dir, --profiles-dir, --target, --vars, --select, --exclude."""
     opts = [
         click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -131,7 +131,7 @@ def _os_error_message(e: OSError) -> str:
     return f"{e.strerror or type(e).__name__}{': ' + where if where else ''}"
 
 
-def handle_errors(f: Callable) -> Callable:
+def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
     """Run a command body; map CompactorError to a clear message and exit 2 (usage) or the error's
     exit code, an OSError (a file that cannot be read or written) to a clear message and exit 2, and
     unexpected exceptions to an internal error (traceback only with --debug)."""

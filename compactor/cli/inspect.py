@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -11,7 +12,7 @@ from compactor.cli import exit_codes
 from compactor.cli.common import debug_option, echo_json, handle_errors
 
 
-def _policy(project_dir: Path, profiles_dir: Path | None, target: str | None, table: str) -> tuple[object, dict]:
+def _policy(project_dir: Path, profiles_dir: Path | None, target: str | None, table: str) -> tuple[object, dict[str, Any]]:
     """The named table's policy in the project (its path resolved) and the settings inspect compares."""
     from compactor.errors import UsageError
     from compactor.project.compile import compile_project

@@ -122,6 +122,6 @@ def render_markdown(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table_summary(t: TablePlan) -> dict:
+def table_summary(t: TablePlan) -> dict[str, Any]:
     return {"name": t.name, "actions": len(t.actions), "files_before": t.files_before, "files_after": t.files_after,
             "skipped": dict(Counter(s.reason for s in t.skipped)), "error": t.error}

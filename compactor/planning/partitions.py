@@ -49,7 +49,7 @@ def _values_of(key: str, partition_columns: Sequence[str]) -> dict[str, str | No
     return {c: (None if v == NULL_KEY else v) for c, v in zip(partition_columns, parts)}
 
 
-def _sort_key(values: Mapping[str, str | None], columns: Sequence[str]) -> tuple:
+def _sort_key(values: Mapping[str, str | None], columns: Sequence[str]) -> tuple[Any, ...]:
     out = []
     for c in columns:
         v = values.get(c)

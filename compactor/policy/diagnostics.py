@@ -32,5 +32,5 @@ class Diagnostic:
         return f"::{level} file={self.file},line={self.line},col={self.col},title={self.code}::{msg}"
 
 
-def sort_key(d: Diagnostic) -> tuple:
+def sort_key(d: Diagnostic) -> tuple[Any, ...]:
     return (d.file, d.line, d.col, d.code)

@@ -195,17 +195,17 @@ def check_binop(budget: RenderBudget, op: str, left: Any, right: Any) -> None:
 
 # --- filters: argument checks before the filter runs, result check after ------------------------
 
-def _pre_center(b: RenderBudget, a: dict) -> None:
+def _pre_center(b: RenderBudget, a: dict[str, Any]) -> None:
     b.size(max(len(str(a["value"])), a.get("width", 80)), "a centred string")
 
 
-def _pre_indent(b: RenderBudget, a: dict) -> None:
+def _pre_indent(b: RenderBudget, a: dict[str, Any]) -> None:
     width = a.get("width", 4)
     per_line = width if isinstance(width, int) else len(str(width))
     b.size(len(str(a["s"])) + (str(a["s"]).count("\n") + 1) * per_line, "an indented string")
 
 
-def _pre_replace(b: RenderBudget, a: dict) -> None:
+def _pre_replace(b: RenderBudget, a: dict[str, Any]) -> None:
     s, old, new = str(a["s"]), str(a["old"]), str(a["new"])
     hits = s.count(old) if old else len(s) + 1
     if a.get("count") is not None:
@@ -213,40 +213,40 @@ def _pre_replace(b: RenderBudget, a: dict) -> None:
     b.size(len(s) + hits * max(0, len(new) - len(old)), "a replaced string")
 
 
-def _pre_join(b: RenderBudget, a: dict) -> None:
+def _pre_join(b: RenderBudget, a: dict[str, Any]) -> None:
     items = list(b.iterate(a["value"]))
     a["value"] = items
     total = sum(estimate(x, b.value_chars) for x in items) + max(0, len(items) - 1) * len(str(a.get("d", "")))
     b.size(total, "a joined string")
 
 
-def _pre_sum(b: RenderBudget, a: dict) -> None:
+def _pre_sum(b: RenderBudget, a: dict[str, Any]) -> None:
     items = list(b.iterate(a["iterable"]))
     a["iterable"] = items
     if isinstance(a.get("start", 0), _SIZED) or any(isinstance(x, _SIZED) for x in items):
         b.size(sum(len(x) for x in items if isinstance(x, _SIZED)), "a sum of sequences")
 
 
-def _pre_format(b: RenderBudget, a: dict) -> None:
+def _pre_format(b: RenderBudget, a: dict[str, Any]) -> None:
     check_printf(b, str(a["value"]))
     for v in list(a.get("args", ())) + list((a.get("kwargs") or {}).values()):
         b.value(v)
 
 
-def _pre_count(name: str) -> Callable[[RenderBudget, dict], None]:
-    def pre(b: RenderBudget, a: dict) -> None:
+def _pre_count(name: str) -> Callable[[RenderBudget, dict[str, Any]], None]:
+    def pre(b: RenderBudget, a: dict[str, Any]) -> None:
         n = a.get(name)
         if isinstance(n, int):
             b.count(n, f"the {name} argument")
     return pre
 
 
-def _pre_wordwrap(b: RenderBudget, a: dict) -> None:
+def _pre_wordwrap(b: RenderBudget, a: dict[str, Any]) -> None:
     wrap = a.get("wrapstring")
     b.size(len(str(a["s"])) * (1 + len(wrap if isinstance(wrap, str) else "\n")), "a wrapped string")
 
 
-_PRECHECKS: dict[str, Callable[[RenderBudget, dict], None]] = {
+_PRECHECKS: dict[str, Callable[[RenderBudget, dict[str, Any]], None]] = {
     "center": _pre_center, "indent": _pre_indent, "replace": _pre_replace, "join": _pre_join,
     "sum": _pre_sum, "format": _pre_format, "batch": _pre_count("linecount"), "slice": _pre_count("slices"),
     "tojson": _pre_count("indent"), "wordwrap": _pre_wordwrap,

@@ -149,7 +149,7 @@ def _compile_file(doc: Located, rel: str, project: Project,
     return policies, diags
 
 
-def _without(table: Any, paths: list[str], base: str) -> dict | None:
+def _without(table: Any, paths: list[str], base: str) -> dict[str, Any] | None:
     """``table`` without the keys at ``paths`` (schema errors); None when the error is the table itself."""
     import copy
 

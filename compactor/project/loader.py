@@ -114,7 +114,7 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
     ), diags
 
 
-def _progress_settings(out: dict, where: str) -> dict[str, Any]:
+def _progress_settings(out: dict[str, Any], where: str) -> dict[str, Any]:
     """commit_every_bins / commit_every_bytes / max_runtime of a profile output, as Target fields."""
     from compactor.units import UnitError, parse_duration, parse_size
 

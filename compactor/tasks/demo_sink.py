@@ -20,7 +20,7 @@ ROWS_PER_BATCH = 200
 
 
 def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: bool = True,
-                    rows_per_batch: int = ROWS_PER_BATCH, spark: Any = None) -> dict:
+                    rows_per_batch: int = ROWS_PER_BATCH, spark: Any = None) -> dict[str, Any]:
     """Write the sink at ``path`` (checkpoint at ``<parent>/clicks_checkpoint``, input files at
     ``<parent>/clicks_input``), stop the query, and wait until the log is older than the quiet period."""
     from compactor.engines.spark_session import get_or_create_session

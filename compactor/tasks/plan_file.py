@@ -10,7 +10,7 @@ import hmac
 import json
 import os
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from compactor import __version__
 from compactor.errors import PlanError
@@ -37,7 +37,7 @@ def write_plan(plan: Plan, path: Path, *, sign_key: bytes | None = None) -> Path
     return path
 
 
-def _write_compact_json(data: dict, f: TextIO, sign_key: bytes | None = None) -> str:
+def _write_compact_json(data: dict[str, Any], f: TextIO, sign_key: bytes | None = None) -> str:
     """Write the plan with its digest, serialising each piece once: the pieces plan_digest hashes are
     the ones written. Action by action: json.dump streams through the pure-Python encoder (10x slower on
     a million paths), and one json.dumps of everything would hold the whole text."""

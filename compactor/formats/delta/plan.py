@@ -166,7 +166,7 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
     skips = []
     cols = [f"partition.{c}" for c in state.partition_columns]
     for mask, why in reasons:
-        by_partition: dict[tuple, int] = {}
+        by_partition: dict[tuple[str | None, ...], int] = {}
         for row in state.files.filter(mask).select(cols).to_pylist():
             key = tuple(row[c] for c in cols)
             by_partition[key] = by_partition.get(key, 0) + 1
@@ -193,6 +193,6 @@ def _deletion_candidates(state: TableState) -> pa.Array | None:
     return pc.fill_null(pc.or_(ratio_over, unknown), False)
 
 
-def _config_error(base: dict, state: TableState, msg: str) -> TablePlan:
+def _config_error(base: dict[str, Any], state: TableState, msg: str) -> TablePlan:
     return TablePlan(**base, files_after=state.file_count, error=msg, skipped=(Skip("invalid_policy", None, {}, msg),))
 

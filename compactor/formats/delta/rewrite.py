@@ -10,7 +10,7 @@ import logging
 import posixpath
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -141,7 +141,7 @@ def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Rewri
     return _Prepared(tuple(actions), outputs, staging, journal, future)
 
 
-def _fill_future(future: Future, fn: Any) -> None:
+def _fill_future(future: Future[list[WrittenFile]], fn: Callable[[], list[WrittenFile]]) -> None:
     try:
         future.set_result(fn())
     except BaseException as e:  # noqa: BLE001 - handed to whoever waits for it

@@ -57,7 +57,7 @@ class MetadataLog:
     def read_table(self, lf: LogFile, schema: pa.Schema) -> pa.Table:
         return parse_entries_table(self.read_bytes(lf), lf.location or str(lf.path), schema)
 
-    def read_entries(self, lf: LogFile) -> list[dict]:
+    def read_entries(self, lf: LogFile) -> list[dict[str, Any]]:
         return parse_entries(self.read_bytes(lf), lf.location or str(lf.path))
 
     @property
@@ -120,7 +120,7 @@ def list_log(directory: Path | str, storage_options: Mapping[str, Any] | None = 
     return log
 
 
-def parse_entries(data: bytes, where: str) -> list[dict]:
+def parse_entries(data: bytes, where: str) -> list[dict[str, Any]]:
     """Entries of one log file's content. Empty file: Spark's 'Incomplete log file' error."""
     lines = data.decode("utf-8").split("\n")
     header = lines[0].rstrip("\r")
@@ -131,7 +131,7 @@ def parse_entries(data: bytes, where: str) -> list[dict]:
     return [json.loads(ln) for ln in (x.strip() for x in lines[1:]) if ln]
 
 
-def read_entries(path: Path) -> list[dict]:
+def read_entries(path: Path) -> list[dict[str, Any]]:
     """Entries of one local log file."""
     return parse_entries(Path(path).read_bytes(), str(path))
 

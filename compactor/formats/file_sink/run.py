@@ -210,7 +210,7 @@ def _read_schema(location: str, ctx: ActionContext) -> pa.Schema:
     return pq.read_schema(path, filesystem=fs)
 
 
-def _write_journal(sink: SinkRoot, journal: dict) -> None:
+def _write_journal(sink: SinkRoot, journal: dict[str, Any]) -> None:
     stamped = {**journal, "identity": liveness.identity(), "written_at": clock.wall()}
     sink.storage.write_bytes(JOURNAL, json.dumps(stamped).encode())
 

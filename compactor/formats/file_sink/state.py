@@ -77,7 +77,7 @@ def _read_json(sink: SinkRoot, rel: str) -> Any:
         return None
 
 
-def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, Any] | None = None) -> list[dict]:
+def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Entries ``{"file": location, "replaced_at": epoch s}`` (location: an absolute local path, or the
     file's URI on object stores); a missing or torn ledger is empty."""
     sink = root if isinstance(root, SinkRoot) else SinkRoot(str(root), storage_options)
@@ -85,7 +85,7 @@ def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, Any] 
     return [e for e in entries if isinstance(e, dict) and "file" in e] if isinstance(entries, list) else []
 
 
-def read_swaps(sink: SinkRoot) -> dict[str, dict]:
+def read_swaps(sink: SinkRoot) -> dict[str, dict[str, Any]]:
     """``{.compact name: {"e_tag": version compactor wrote, "mtime_ms": the writer's mtime}}``."""
     swaps = _read_json(sink, SWAPS)
     return swaps if isinstance(swaps, dict) else {}
