@@ -1,0 +1,395 @@
+"""One table of a plan, under its lease: clean up after killed runs, refuse rows live twice that no
+reviewed repair answers, then the table's actions in plan order. Consecutive rewrites the format can group
+share one commit (partial progress per group); each action's precondition is checked on the snapshot read
+once for the table (its format re-checks the inputs against the log right before committing)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from compactor import __version__
+from compactor.engines.base import RewriteEngine
+from compactor.errors import CompactorError, StalePlanError, VerificationError
+from compactor.formats.base import ActionContext, ActionOutcome, TableFormat, TableSession
+from compactor.models.events import (
+    ActionFinished,
+    ActionStarted,
+    BinsDone,
+    GroupStarted,
+    OutOfTime,
+    Progress,
+)
+from compactor.models.results import ActionDetails, ActionResult
+from compactor.models.state import TableState
+from compactor.planning.actions import Action, RewriteAction
+from compactor.planning.plan import Plan, TablePlan
+from compactor.project.model import Target
+from compactor.runtime.lease import TableLease
+from compactor.tasks.watch import TableWatch
+
+log = logging.getLogger(__name__)
+
+
+class Engines:
+    """The rewrite engine of the target, created on first use and shared by every table of the run."""
+
+    def __init__(self, target: Target, engine: RewriteEngine | None) -> None:
+        self.target, self.engine, self.created = target, engine, False
+
+    def __call__(self) -> RewriteEngine:
+        if self.engine is None:
+            from compactor.engines.registry import create_engine
+
+            self.engine = create_engine(self.target)
+            self.created = True
+        return self.engine
+
+    def versions(self) -> dict[str, str]:
+        return self.engine.versions() if self.engine is not None else {}
+
+    def close(self) -> None:
+        if self.created and self.engine is not None:
+            self.engine.close()
+
+
+@dataclass(frozen=True)
+class TableRun:
+    table: TablePlan
+    fmt: TableFormat
+    plan: Plan
+    target: Target
+    engines: Engines
+    lease: TableLease | None
+    run_id: str
+    dry_run: bool
+    replan_stale: bool
+    progress: Progress | None
+    orphan_grace_s: float
+    watch_s: float
+    #: the post-commit watch of this table (None: no window, a dry run, or a format without one)
+    watch: TableWatch | None = None
+    #: time.monotonic() after which no new commit group starts (the target's max_runtime)
+    deadline: float | None = None
+
+
+def apply_table(env: TableRun, results: list[ActionResult]) -> bool:
+    """Returns True when the table failed (error or verification failure)."""
+    table, fmt = env.table, env.fmt
+    if not env.dry_run:
+        try:
+            fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
+        except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
+            log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
+    if _unanswered_duplicates(table, results, env.progress):
+        return True  # rows live twice that no reviewed repair answers: leave the table as it is
+    session = fmt.open_session(table.path, env.target.storage_options)
+    try:
+        return _run_actions(env, results, session)
+    finally:
+        session.close()  # discards work prepared for an action that did not run
+
+
+def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progress: Progress | None) -> bool:
+    """The plan found rows live twice in this table and lists no repair for them (compactor could not
+    prove one): the table fails (apply exits 1) and nothing of it is touched. A repair is never improvised
+    here: it runs only as a reviewed ``repair`` action (README, Safety model)."""
+    left = table.unanswered_duplicates
+    if not left:
+        return False
+    versions = sorted({int(d["later_version"]) for d in left})
+    reasons = sorted({str(d["reason"]) for d in left if d.get("reason")})
+    res = ActionResult(table.name, "repair", {}, status="error",
+                       error=f"rows live twice since version(s) {versions} and compactor will not repair them "
+                             f"automatically{': ' + '; '.join(reasons) if reasons else ''}; the table was not touched "
+                             "(`compactor repair --dry-run` explains; RESTORE to a version before it, or deduplicate "
+                             "by hand)")
+    results.append(res)
+    if progress:
+        progress(ActionFinished(table.name, res))
+    return True
+
+
+def _run_actions(env: TableRun, results: list[ActionResult], session: TableSession) -> bool:
+    """The table's actions in plan order; consecutive rewrites the format can group share one commit (at
+    most commit_every_bins bins and commit_every_bytes bytes: partial progress per group)."""
+    actions = env.table.actions
+    state: TableState | None = None
+    bins = _BinProgress(env, actions)
+    i = 0
+    while i < len(actions):
+        if env.deadline is not None and time.monotonic() >= env.deadline:
+            _out_of_time(env, actions[i:], results)
+            return False
+        t0 = time.monotonic()
+        if state is None:
+            try:
+                state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
+            except Exception:  # noqa: BLE001 - the action's own run reads again and reports why
+                state = None
+        try:
+            group = _group(env, i, state) if state is not None else None
+        except Exception:  # noqa: BLE001 - e.g. the engine cannot start: the action's own run reports it
+            group = None
+        if group is None:
+            state, failed = _run_single(env, i, state, session, results, t0)
+            i += 1
+        else:
+            assert state is not None
+            failed = _run_group(env, group, state, session, results, bins, t0)
+            i = group[-1] + 1
+        if failed:
+            return True
+    return False
+
+
+def _group(env: TableRun, i: int, state: TableState) -> list[int] | None:
+    """Indices of the commit group starting at action ``i``: it and the rewrites after it with the same
+    group key that fit the group's bins and bytes; None when action ``i`` runs on its own."""
+    actions, fmt = env.table.actions, env.fmt
+    first = actions[i]
+    if env.dry_run or not isinstance(first, RewriteAction):
+        return None
+    key = fmt.group_key(first, state, env.engines, env.table.path)
+    if key is None:
+        return None
+    live = fmt.live_paths(state)
+    try:
+        first.check(live)
+    except CompactorError:
+        return None  # stale: runs on its own (reported, or re-planned)
+    group, bins, size = [i], len(first.bins), first.input_bytes
+    for j in range(i + 1, len(actions)):
+        a = actions[j]
+        if not isinstance(a, RewriteAction) or bins + len(a.bins) > env.target.commit_every_bins \
+                or size + a.input_bytes > env.target.commit_every_bytes \
+                or fmt.group_key(a, state, env.engines, env.table.path) != key:
+            break
+        try:
+            a.check(live)
+        except CompactorError:
+            break
+        group.append(j)
+        bins, size = bins + len(a.bins), size + a.input_bytes
+    return group
+
+
+def _run_single(env: TableRun, i: int, state: TableState | None, session: TableSession,
+                results: list[ActionResult], t0: float) -> tuple[TableState | None, bool]:
+    """Run action ``i`` on its own (reading the table first if needed). Returns the state after it and
+    whether the table must stop."""
+    planned = env.table.actions[i]
+    res = ActionResult(env.table.name, planned.type, dict(planned.partition))
+    try:
+        if state is None:
+            state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
+        _run_action(env, i, planned, res, state, session)
+        state = env.fmt.simulate(planned, state)
+    except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
+        _failed(res, e)
+    return state, _record(env, res, results, t0)
+
+
+def _run_group(env: TableRun, group: list[int], state: TableState, session: TableSession,
+               results: list[ActionResult], bins: _BinProgress, t0: float) -> bool:
+    """Run a commit group (preconditions checked by _group) with one fmt.run_group; returns True when
+    the table must stop."""
+    table, fmt = env.table, env.fmt
+    members = [(i, table.actions[i], ActionResult(table.name, table.actions[i].type, dict(table.actions[i].partition)))
+               for i in group]
+    for _, action, res in members:
+        res.table_version_before = state.version
+        res.rows_before = action.rows
+        res.details.commit_group = len(members)
+    if env.progress:
+        env.progress(GroupStarted(table.name, group[0], group[-1], len(table.actions),
+                                  sum(len(a.bins) for _, a, _ in members), sum(a.input_bytes for _, a, _ in members)))
+    ctx = _context(env, f"{group[0]}" if len(group) == 1 else f"{group[0]}-{group[-1]}", state, session,
+                   next_group=_next_group(env, group[-1] + 1, state), on_bin_done=bins.done)
+    try:
+        if env.lease is not None:
+            env.lease.check()
+        if env.watch is not None:
+            with env.watch.lock:  # the watch's repairs never interleave with this table's own commits
+                outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
+        else:
+            outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
+    except Exception as e:  # noqa: BLE001 - nothing of the group was committed
+        for _, _, res in members:
+            _failed(res, e)
+    else:
+        for (_, _, res), outcome in zip(members, outcomes):
+            if isinstance(outcome, Exception):
+                _failed(res, outcome)
+                continue
+            _fill(res, outcome)
+            res.status = "success"
+            if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
+                    and outcome.details.repaired is None:
+                env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
+    stop = False
+    share = (time.monotonic() - t0) / len(members)  # each member's share of the group's time: they add up
+    for _, _, res in members:
+        stop = _record(env, res, results, t0, share) or stop
+    return stop
+
+
+def _next_group(env: TableRun, j: int, state: TableState) -> tuple[Action, ...]:
+    """The commit group after this one, when it will run as planned (the format may rewrite its bins
+    while this group commits)."""
+    if j >= len(env.table.actions) or (env.deadline is not None and time.monotonic() >= env.deadline):
+        return ()
+    try:
+        group = _group(env, j, state)
+    except Exception:  # noqa: BLE001 - nothing is prepared; the group's own run reports the problem
+        return ()
+    return tuple(env.table.actions[i] for i in group) if group else ()
+
+
+def _failed(res: ActionResult, e: BaseException) -> None:
+    if isinstance(e, StalePlanError):
+        res.status, res.error = "stale", e.message
+    elif isinstance(e, VerificationError):
+        res.status, res.error = "verification_failed", e.message
+    elif isinstance(e, CompactorError):
+        res.status, res.error = "error", str(e)
+    else:
+        log.error("action failed", exc_info=e)
+        res.status, res.error = "error", f"{type(e).__name__}: {e}"
+
+
+def _record(env: TableRun, res: ActionResult, results: list[ActionResult], t0: float,
+            duration_s: float | None = None) -> bool:
+    """Append ``res``; True when the table must stop (an error, or rows that did not verify)."""
+    res.duration_s = round(time.monotonic() - t0 if duration_s is None else duration_s, 3)
+    results.append(res)
+    if res.status == "verification_failed":
+        log.error("%s: verification failed, stopping this table: %s", env.table.name, res.error)
+        return True
+    if env.progress:
+        env.progress(ActionFinished(env.table.name, res))
+    return res.status == "error"
+
+
+def _out_of_time(env: TableRun, rest: Sequence[Action], results: list[ActionResult]) -> None:
+    """max_runtime is over: the actions not started are reported skipped (the next run picks them up)."""
+    budget = env.target.max_runtime_s or 0
+    note = f"max_runtime ({budget:.0f}s) was reached before it started; the next run picks it up"
+    for a in rest:
+        results.append(ActionResult(env.table.name, a.type, dict(a.partition), "skipped",
+                                    details=ActionDetails(max_runtime=True, note=note)))
+    if env.progress:
+        env.progress(OutOfTime(env.table.name, len(rest), budget))
+
+
+class _BinProgress:
+    """Bins and bytes rewritten so far in one table, reported through the progress callback."""
+
+    def __init__(self, env: TableRun, actions: Sequence[Action]) -> None:
+        self.progress, self.table = env.progress, env.table.name
+        rewrites = [a for a in actions if isinstance(a, RewriteAction)]
+        self.bins_total = sum(len(a.bins) for a in rewrites)
+        self.bytes_total = sum(a.input_bytes for a in rewrites)
+        self.bins = self.bytes = 0
+        self.lock = threading.Lock()
+
+    def done(self, input_bytes: int) -> None:
+        if self.progress is None:
+            return
+        with self.lock:
+            self.bins += 1
+            self.bytes += input_bytes
+            event = BinsDone(self.table, self.bins, self.bins_total, self.bytes, self.bytes_total)
+        self.progress(event)
+
+
+def _context(env: TableRun, key: str, state: TableState, session: TableSession, **extra: Any) -> ActionContext:
+    """The ActionContext of action(s) ``key`` ("3", or "3-7" for a commit group): commit metadata included."""
+    return ActionContext(table=env.table, state=state, target=env.target, engine=env.engines,
+                         commit_metadata={"compactor.version": __version__, "compactor.run_id": env.run_id,
+                                          "compactor.plan": env.plan.generated_at,
+                                          "compactor.action": f"{env.run_id}:{env.table.name}:{key}"},
+                         dry_run=env.dry_run, watch_s=env.watch_s, session=session,
+                         fence=env.lease.check if env.lease is not None else None, **extra)
+
+
+def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state: TableState,
+                session: TableSession) -> None:
+    """Check the precondition on ``state``, run the action; fills ``res``."""
+    table, fmt = env.table, env.fmt
+    action = planned
+    res.table_version_before = state.version
+    try:
+        action.check(fmt.live_paths(state))
+    except StalePlanError:
+        if not env.replan_stale or not isinstance(action, RewriteAction):
+            raise
+        action = _replan(action, state)
+        res.details.replanned = True
+    if action.rewrites:
+        res.rows_before = action.rows
+    if env.progress:
+        env.progress(ActionStarted(table.name, action.type, action.partition, action.input_bytes, i,
+                                   len(table.actions)))
+    if env.dry_run and action.type != "vacuum":
+        res.status = "skipped"
+        res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
+        return
+    ctx = _context(env, str(i), state, session)
+    if env.lease is not None:
+        env.lease.check()
+    if env.watch is not None:
+        with env.watch.lock:  # the watch's repairs never interleave with this table's own commits
+            outcome = fmt.run(action, ctx)
+    else:
+        outcome = fmt.run(action, ctx)
+    _fill(res, outcome)
+    if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
+            and outcome.details.repaired is None and not env.dry_run:
+        env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
+    res.status = "skipped" if env.dry_run else "success"
+
+
+def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
+    """Re-plan one stale partition with the parameters it was planned with."""
+    import pyarrow.compute as pc
+
+    from compactor.planning.partitions import plan_partitions
+    from compactor.policy.model import Compaction, Triggers
+
+    comp = Compaction(strategy=type(action).strategy, z_order_by=tuple(getattr(action, "z_order_by", ())),  # type: ignore[arg-type]
+                      sort_by=tuple(getattr(action, "sort_by", ())), target_file_size=action.target_file_size,
+                      min_file_size=action.min_file_size, triggers=Triggers(min_input_files=2), method=action.method)  # type: ignore[arg-type]
+    mask = None
+    for col, val in action.partition.items():
+        column = state.files.column(f"partition.{col}")
+        m = pc.is_null(column) if val is None else pc.equal(column, val)
+        mask = m if mask is None else pc.and_(mask, m)
+    files = state.files.filter(mask) if mask is not None else state.files
+    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.UTC),
+                                 bin_model=action.bin_model, version=state.version, action_class=type(action))
+    if not actions:
+        raise StalePlanError("partition changed since planning and no longer needs compaction")
+    return actions[0]  # type: ignore[return-value]
+
+
+def _fill(res: ActionResult, o: ActionOutcome) -> None:
+    res.files_removed, res.files_added = o.files_removed, o.files_added
+    res.bytes_removed, res.bytes_added = o.bytes_removed, o.bytes_added
+    if o.rows_removed is not None:
+        res.rows_before = o.rows_removed
+    res.rows_after = o.rows_added
+    if o.version_before is not None:
+        res.table_version_before = o.version_before
+    res.table_version_after = o.version_after
+    res.details = _merged(res.details, o.details)
+
+
+def _merged(planned: ActionDetails, done: ActionDetails) -> ActionDetails:
+    """The details apply set (replanned, commit group) and what the format reports, the format's winning."""
+    return replace(planned, **{f.name: getattr(done, f.name) for f in fields(done) if getattr(done, f.name) is not None})
