@@ -1,12 +1,5 @@
-"""Find and repair rows that live twice in a Delta table (the I/O around duplicates.py and repair_plan.py).
-
-The scan window: the JSON commits still in ``_delta_log``, at most ``horizon`` of them, ending at the
-latest version. Every commit of the window is parsed and replayed (appends, RESTOREs, DELETE/UPDATE/
-MERGE, rewrites, repairs): finding 1 of issue 18 came from skipping commits without a remove. Not
-"since the last checkpoint": a checkpoint is written every 10 (delta-spark) or 100 (delta-rs) commits
-whatever happens, so a duplicate often straddles one; log cleanup only deletes commits older than
-``delta.logRetentionDuration`` (30 days), so the newest commits are always JSON. A path whose first action
-in the window is a remove was live before it (duplicates.py); ``--horizon`` widens the window.
+"""Repair rows that live twice in a Delta table (found by detection.py; the repair as data is
+repair_plan.py, its proof on the files' contents repair_content.py).
 
 A repair commits only after it has proved, from the files' contents, that it takes out exactly one extra
 copy of each duplicated row and nothing else (repair_content.py), and it never re-adds a file VACUUM may
@@ -21,17 +14,24 @@ import logging
 import posixpath
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
 from compactor.formats.delta.commit import MARKER, commit_properties, find_commit
-from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage, analyse, describe
-from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
+from compactor.formats.delta.detection import (  # noqa: F401 - the names callers import from here
+    DEFAULT_HORIZON,
+    Detection,
+    detect,
+    file_exists,
+    log_rows,
+    removals_after,
+)
+from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage
+from compactor.formats.delta.log import commits_after
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
-from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.formats.delta.repair_plan import RepairProposal
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -39,142 +39,8 @@ from compactor.runtime.paths import filesystem, join
 
 log = logging.getLogger(__name__)
 
-#: how many of the newest commits a scan reads at most
-DEFAULT_HORIZON = 1000
-_READERS = 16
 #: Delta's default delta.deletedFileRetentionDuration
 DEFAULT_DELETED_RETENTION_S = 7 * 24 * 3600
-
-
-# ----------------------------------------------------------------------------- reading the window
-
-
-def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: int, start: int | None = None,
-                horizon: int = DEFAULT_HORIZON) -> list[Commit]:
-    """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
-    oldest ones may have been cleaned up), oldest first, every action parsed."""
-    lo = max(0, until - max(1, horizon) + 1)
-    if start is not None:
-        lo = max(lo, start)
-    versions = list(range(lo, until + 1))
-    if not versions:
-        return []
-
-    def read(v: int) -> Commit | None:
-        text = read_commit_text(uri, v, storage_options)
-        return None if text is None else parse_commit(v, text)
-
-    with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
-        got = list(pool.map(read, versions))
-    out: list[Commit] = []
-    for c in reversed(got):  # the contiguous run ending at ``until``
-        if c is None:
-            break
-        out.append(c)
-    return out[::-1]
-
-
-def _stats_rows(action: Mapping[str, Any] | None) -> int | None:
-    if not action:
-        return None
-    stats = action.get("stats")
-    if isinstance(stats, str):
-        try:
-            stats = json.loads(stats)
-        except ValueError:
-            return None
-    n = stats.get("numRecords") if isinstance(stats, Mapping) else None
-    return int(n) if n is not None else None
-
-
-def _log_rows(lineage: Lineage, paths: set[str]) -> dict[str, int | None]:
-    return {p: _stats_rows(lineage.last_add.get(p)) for p in sorted(paths)}
-
-
-def _footer_rows(uri: str, storage_options: Mapping[str, str] | None, path: str) -> int | None:
-    """Rows from the parquet footer (a file added before the window: its add, with numRecords, is not in
-    the window); None when the file is gone."""
-    import pyarrow.parquet as pq
-
-    fs, p = filesystem(join(uri, path), storage_options)
-    try:
-        return int(pq.ParquetFile(p, filesystem=fs).metadata.num_rows)
-    except OSError:
-        return None
-
-
-# ----------------------------------------------------------------------------- detection
-
-
-@dataclass
-class Detection:
-    uri: str
-    version: int | None
-    first_version: int | None
-    lineage: Lineage
-    #: the repair of every open anomaly (None: nothing open)
-    proposal: RepairProposal | None
-    rows: dict[str, int | None]
-
-    @property
-    def open(self) -> list[dict[str, Any]]:
-        return [describe(a, self.lineage, self.rows) for a in self.lineage.open]
-
-    @property
-    def current(self) -> list[dict[str, Any]]:
-        """Rows live twice now: open and unrepairable anomalies."""
-        return [describe(a, self.lineage, self.rows) for a in self.lineage.current]
-
-    @property
-    def history(self) -> list[dict[str, Any]]:
-        """Every anomaly found in the window, including those repaired since."""
-        return [describe(a, self.lineage, self.rows) for a in self.lineage.anomalies]
-
-    @property
-    def carriers(self) -> list[str]:
-        return sorted({p for a in self.lineage.current for p in self.lineage.carriers(a.version)})
-
-    @property
-    def problems(self) -> list[str]:
-        """Why the rows live twice cannot be repaired automatically (empty: they can, or none do)."""
-        out = [f"version {a.version}: {a.reason}" for a in self.lineage.unrepairable]
-        return out + list(self.proposal.problems if self.proposal is not None else ())
-
-    def window(self) -> dict[str, Any]:
-        return {"first_version": self.first_version, "last_version": self.version,
-                "commits": 0 if self.first_version is None or self.version is None
-                else self.version - self.first_version + 1}
-
-
-def _latest_version(uri: str, storage_options: Mapping[str, str] | None) -> int:
-    from deltalake import DeltaTable
-
-    return int(DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version())
-
-
-def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, version: int | None = None,
-           start: int | None = None, horizon: int = DEFAULT_HORIZON) -> Detection:
-    """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair."""
-    if version is None:
-        version = _latest_version(uri, storage_options)
-    commits = read_window(uri, storage_options, until=version, start=start, horizon=horizon)
-    lineage = analyse(commits)
-    proposal = propose(lineage)
-    paths = {p for a in lineage.anomalies for p in a.excess}
-    if proposal is not None:
-        paths |= {*proposal.remove, *proposal.restore}
-    if proposal is not None and proposal.repairable:
-        # a repair proves itself on the files: one VACUUM deleted is refused now, in the plan
-        needed = sorted({*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep})
-        gone = [p for p in needed if not _exists(uri, p, storage_options)]
-        if gone:
-            proposal = replace(proposal, problems=(
-                f"{len(gone)} file(s) the repair must read are gone from storage (vacuumed?), e.g. {gone[0]}: "
-                "which rows are extra cannot be proved",))
-    rows = _log_rows(lineage, paths)
-    for p in [p for p, n in rows.items() if n is None]:
-        rows[p] = _footer_rows(uri, storage_options, p)
-    return Detection(uri, version, commits[0].version if commits else None, lineage, proposal, rows)
 
 
 # ----------------------------------------------------------------------------- repair
@@ -217,16 +83,6 @@ class RepairResult:
 
 class RepairError(ApplyError):
     """Rows live twice and compactor will not repair them automatically."""
-
-
-def _exists(uri: str, path: str, storage_options: Mapping[str, str] | None) -> bool:
-    import pyarrow.fs as pafs
-
-    fs, p = filesystem(join(uri, path), storage_options)
-    try:
-        return fs.get_file_info(p).type == pafs.FileType.File
-    except OSError:
-        return False
 
 
 def _reader(uri: str, storage_options: Mapping[str, str] | None) -> Callable[[str], Any]:
@@ -305,7 +161,7 @@ def _check(uri: str, storage_options: Mapping[str, str] | None, dt: Any, lineage
     if no_pv:
         raise RepairError(f"{uri}: cannot restore {no_pv[0]}: its partition values are not in the log window",
                           hint="widen the window with --horizon")
-    missing = sorted({p for p in touched if not _exists(uri, p, storage_options)})
+    missing = sorted({p for p in touched if not file_exists(uri, p, storage_options)})
     if missing:
         raise RepairError(f"{uri}: {len(missing)} file(s) the repair must read are gone from storage "
                           f"(vacuumed?), e.g. {missing[0]}: its rows cannot be proved", hint="deduplicate by hand")
@@ -341,7 +197,7 @@ def _touched_since(uri: str, storage_options: Mapping[str, str] | None, version:
 
 
 def _row_totals(lineage: Lineage, proposal: RepairProposal) -> tuple[int, int]:
-    rows = _log_rows(lineage, {*proposal.remove, *proposal.restore})
+    rows = log_rows(lineage, {*proposal.remove, *proposal.restore})
     return (sum(rows[p] or 0 for p in proposal.remove), sum(rows[p] or 0 for p in proposal.restore))
 
 
@@ -401,7 +257,7 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
     cm = {**meta, MARKER: marker, REPAIR_OF: ",".join(map(str, proposal.anomalies)),
           "compactor.repair_chain": ",".join(map(str, proposal.chain)),
           **({REPAIR_COPIES: json.dumps(copy_of, sort_keys=True)} if copy_of else {})}
-    missing = [a.path for a in actions if isinstance(a, AddAction) and not _exists(uri, a.path, storage_options)]
+    missing = [a.path for a in actions if isinstance(a, AddAction) and not file_exists(uri, a.path, storage_options)]
     if missing:
         raise ApplyError(f"{uri}: {missing[0]}, which the repair adds, is not on storage; nothing was committed")
     if fence is not None:
@@ -438,16 +294,3 @@ def same_repair(a: RepairProposal | None, b: RepairProposal | None) -> bool:
     if a is None or b is None:
         return a is b
     return (a.anomalies, set(a.remove), set(a.restore)) == (b.anomalies, set(b.remove), set(b.restore))
-
-
-def removals_after(uri: str, storage_options: Mapping[str, str] | None,
-                   version: int) -> tuple[int, dict[str, list[int]]]:
-    """(last version read, {path: versions that removed it}) for the commits after ``version``: the watch
-    polls with this."""
-    last = version
-    found: dict[str, list[int]] = {}
-    for c in commits_after(uri, version, storage_options):
-        last = c.version
-        for p in c.removes:
-            found.setdefault(p, []).append(c.version)
-    return last, found

@@ -1,0 +1,185 @@
+"""Rows live twice in a Delta table, found from the log (the I/O around duplicates.py): the scan window,
+its replay, and the repair to propose (repair_plan.py). The repair itself is repair.py.
+
+The scan window: the JSON commits still in ``_delta_log``, at most ``horizon`` of them, ending at the
+latest version. Every commit of the window is parsed and replayed (appends, RESTOREs, DELETE/UPDATE/
+MERGE, rewrites, repairs): finding 1 of issue 18 came from skipping commits without a remove. Not
+"since the last checkpoint": a checkpoint is written every 10 (delta-spark) or 100 (delta-rs) commits
+whatever happens, so a duplicate often straddles one; log cleanup only deletes commits older than
+``delta.logRetentionDuration`` (30 days), so the newest commits are always JSON. A path whose first action
+in the window is a remove was live before it (duplicates.py); ``--horizon`` widens the window.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+from compactor.formats.delta.duplicates import Lineage, analyse, describe
+from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
+from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.runtime.paths import filesystem, join
+
+log = logging.getLogger(__name__)
+
+#: how many of the newest commits a scan reads at most
+DEFAULT_HORIZON = 1000
+_READERS = 16
+
+
+# ----------------------------------------------------------------------------- reading the window
+
+
+def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: int, start: int | None = None,
+                horizon: int = DEFAULT_HORIZON) -> list[Commit]:
+    """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
+    oldest ones may have been cleaned up), oldest first, every action parsed."""
+    lo = max(0, until - max(1, horizon) + 1)
+    if start is not None:
+        lo = max(lo, start)
+    versions = list(range(lo, until + 1))
+    if not versions:
+        return []
+
+    def read(v: int) -> Commit | None:
+        text = read_commit_text(uri, v, storage_options)
+        return None if text is None else parse_commit(v, text)
+
+    with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
+        got = list(pool.map(read, versions))
+    out: list[Commit] = []
+    for c in reversed(got):  # the contiguous run ending at ``until``
+        if c is None:
+            break
+        out.append(c)
+    return out[::-1]
+
+
+def _stats_rows(action: Mapping[str, Any] | None) -> int | None:
+    if not action:
+        return None
+    stats = action.get("stats")
+    if isinstance(stats, str):
+        try:
+            stats = json.loads(stats)
+        except ValueError:
+            return None
+    n = stats.get("numRecords") if isinstance(stats, Mapping) else None
+    return int(n) if n is not None else None
+
+
+def log_rows(lineage: Lineage, paths: set[str]) -> dict[str, int | None]:
+    return {p: _stats_rows(lineage.last_add.get(p)) for p in sorted(paths)}
+
+
+def _footer_rows(uri: str, storage_options: Mapping[str, str] | None, path: str) -> int | None:
+    """Rows from the parquet footer (a file added before the window: its add, with numRecords, is not in
+    the window); None when the file is gone."""
+    import pyarrow.parquet as pq
+
+    fs, p = filesystem(join(uri, path), storage_options)
+    try:
+        return int(pq.ParquetFile(p, filesystem=fs).metadata.num_rows)
+    except OSError:
+        return None
+
+
+def file_exists(uri: str, path: str, storage_options: Mapping[str, str] | None) -> bool:
+    import pyarrow.fs as pafs
+
+    fs, p = filesystem(join(uri, path), storage_options)
+    try:
+        return fs.get_file_info(p).type == pafs.FileType.File
+    except OSError:
+        return False
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+@dataclass
+class Detection:
+    uri: str
+    version: int | None
+    first_version: int | None
+    lineage: Lineage
+    #: the repair of every open anomaly (None: nothing open)
+    proposal: RepairProposal | None
+    rows: dict[str, int | None]
+
+    @property
+    def open(self) -> list[dict[str, Any]]:
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.open]
+
+    @property
+    def current(self) -> list[dict[str, Any]]:
+        """Rows live twice now: open and unrepairable anomalies."""
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.current]
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """Every anomaly found in the window, including those repaired since."""
+        return [describe(a, self.lineage, self.rows) for a in self.lineage.anomalies]
+
+    @property
+    def carriers(self) -> list[str]:
+        return sorted({p for a in self.lineage.current for p in self.lineage.carriers(a.version)})
+
+    @property
+    def problems(self) -> list[str]:
+        """Why the rows live twice cannot be repaired automatically (empty: they can, or none do)."""
+        out = [f"version {a.version}: {a.reason}" for a in self.lineage.unrepairable]
+        return out + list(self.proposal.problems if self.proposal is not None else ())
+
+    def window(self) -> dict[str, Any]:
+        return {"first_version": self.first_version, "last_version": self.version,
+                "commits": 0 if self.first_version is None or self.version is None
+                else self.version - self.first_version + 1}
+
+
+def _latest_version(uri: str, storage_options: Mapping[str, str] | None) -> int:
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version())
+
+
+def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, version: int | None = None,
+           start: int | None = None, horizon: int = DEFAULT_HORIZON) -> Detection:
+    """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair."""
+    if version is None:
+        version = _latest_version(uri, storage_options)
+    commits = read_window(uri, storage_options, until=version, start=start, horizon=horizon)
+    lineage = analyse(commits)
+    proposal = propose(lineage)
+    paths = {p for a in lineage.anomalies for p in a.excess}
+    if proposal is not None:
+        paths |= {*proposal.remove, *proposal.restore}
+    if proposal is not None and proposal.repairable:
+        # a repair proves itself on the files: one VACUUM deleted is refused now, in the plan
+        needed = sorted({*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep})
+        gone = [p for p in needed if not file_exists(uri, p, storage_options)]
+        if gone:
+            proposal = replace(proposal, problems=(
+                f"{len(gone)} file(s) the repair must read are gone from storage (vacuumed?), e.g. {gone[0]}: "
+                "which rows are extra cannot be proved",))
+    rows = log_rows(lineage, paths)
+    for p in [p for p, n in rows.items() if n is None]:
+        rows[p] = _footer_rows(uri, storage_options, p)
+    return Detection(uri, version, commits[0].version if commits else None, lineage, proposal, rows)
+
+
+def removals_after(uri: str, storage_options: Mapping[str, str] | None,
+                   version: int) -> tuple[int, dict[str, list[int]]]:
+    """(last version read, {path: versions that removed it}) for the commits after ``version``: the watch
+    polls with this."""
+    last = version
+    found: dict[str, list[int]] = {}
+    for c in commits_after(uri, version, storage_options):
+        last = c.version
+        for p in c.removes:
+            found.setdefault(p, []).append(c.version)
+    return last, found
