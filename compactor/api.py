@@ -6,17 +6,23 @@ Every function returns a result object and never exits the process; deliberate f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor.project.model import ProjectOptions
+from compactor.tasks.plan_file import KEY_ENV
+
+#: the environment variable holding the plan-signing key (`plan --sign`, `apply --require-signature`)
+PLAN_KEY_ENV = KEY_ENV
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.models.results import RunResults
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
+    from compactor.tasks.debug import Check
+    from compactor.tasks.demo import DemoLake
 
 
 def validate(options: ProjectOptions = ProjectOptions()) -> ValidationResult:
@@ -127,3 +133,47 @@ def init(directory: Path) -> list[Path]:
     from compactor.project.scaffold import init_project
 
     return init_project(directory)
+
+
+def load_plan(path: Path, *, require_key: bytes | None = None) -> Plan:
+    """A plan file, its digest checked (an edited plan is refused); signed with ``require_key`` if given."""
+    from compactor.tasks.plan_file import load_plan as _load
+
+    return _load(path, require_key=require_key)
+
+
+def write_plan(plan: Plan, path: Path, *, sign_key: bytes | None = None) -> Path:
+    from compactor.tasks.plan_file import write_plan as _write
+
+    return _write(plan, path, sign_key=sign_key)
+
+
+def history(options: ProjectOptions = ProjectOptions(), *, table: str | None = None,
+            last: int | None = None) -> list[RunResults]:
+    """Past apply runs of the project's target (newest last), optionally of one table only."""
+    from compactor.project.loader import load_project
+    from compactor.tasks.history import load_history
+
+    project, _ = load_project(options.project_dir, options.vars)
+    return load_history(project.target_dir, table=table, last=last)
+
+
+def debug(options: ProjectOptions = ProjectOptions(), *, spark_session: bool = False) -> Iterator[Check]:
+    """`compactor debug`: one check after another (project, profile, each table's store, Spark)."""
+    from compactor.tasks.debug import run_checks
+
+    return run_checks(options, spark_session=spark_session)
+
+
+def demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], None] = lambda s: None) -> DemoLake:
+    """Build the demo lake and its project in ``directory``."""
+    from compactor.tasks.demo import build_demo
+
+    return build_demo(directory, with_sink=with_sink, say=say)
+
+
+def table_snapshot(uri: str) -> dict[str, Any]:
+    """Files, bytes and rows of a local Delta table (the demo's before/after)."""
+    from compactor.tasks.demo import table_snapshot as _snapshot
+
+    return _snapshot(uri)

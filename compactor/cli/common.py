@@ -195,8 +195,8 @@ def plan_key(option: str) -> bytes:
     process listings)."""
     import os
 
+    from compactor.api import PLAN_KEY_ENV as KEY_ENV
     from compactor.errors import UsageError
-    from compactor.tasks.plan_file import KEY_ENV
 
     key = os.environ.get(KEY_ENV, "")
     if not key:

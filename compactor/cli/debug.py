@@ -18,10 +18,10 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, spark_session, debug) -> int:
     """Check the project, the profile and target, each selected table's store with the target's
     credentials, and for a spark target Java, pyspark and (with --spark-session) the Delta jars."""
-    from compactor.tasks.debug import run_checks
+    from compactor import api
 
     failed = False
-    for check in run_checks(build_options(project_dir, profiles_dir, target, vars_text, select, exclude),
+    for check in api.debug(build_options(project_dir, profiles_dir, target, vars_text, select, exclude),
                             spark_session=spark_session):
         failed |= not check.ok
         click.echo(f"{'OK  ' if check.ok else 'FAIL'} {check.name}: {check.detail}")

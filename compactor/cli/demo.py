@@ -37,19 +37,17 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     from compactor.output.text import console as make_console
     from compactor.output.text import plural, safe
     from compactor.project.model import ProjectOptions
-    from compactor.tasks.demo import build_demo, table_snapshot
-    from compactor.tasks.plan_file import write_plan
     from compactor.units import format_size
 
     # soft wrap: long lines (paths, commands to copy) are wrapped by the terminal, never split by rich
     console = make_console(soft_wrap=True)
     console.rule("[bold]compactor demo")
-    demo = build_demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {safe(s)}"))
+    demo = api.demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {safe(s)}"))
     for note in demo.notes:
         console.print(f"[yellow]note:[/] {safe(note)}")
     select = tuple(demo.tables)
     options = ProjectOptions(project_dir=demo.project_dir, select=select)
-    before = {name: table_snapshot(uri) for name, uri in demo.tables.items() if name == "events"}
+    before = {name: api.table_snapshot(uri) for name, uri in demo.tables.items() if name == "events"}
 
     console.rule("1. compactor validate")
     result = api.validate(options)
@@ -63,7 +61,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
 
     console.rule("2. compactor plan")
     plan = api.plan(options)
-    plan_path = write_plan(plan, demo.project_dir / "target" / "plan.json")
+    plan_path = api.write_plan(plan, demo.project_dir / "target" / "plan.json")
     render_text(plan, console)
     console.print(f"plan written to {safe(plan_path)}")
 
@@ -73,7 +71,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
 
     console.rule("before -> after")
     for name, b in before.items():
-        a = table_snapshot(demo.tables[name])
+        a = api.table_snapshot(demo.tables[name])
         console.print(f"[bold]{safe(name)}[/]: files {b['files']} -> {a['files']}, mean file size "
                       f"{format_size(b['bytes'] / max(1, b['files']))} -> {format_size(a['bytes'] / max(1, a['files']))}, "
                       f"rows {b['rows']:,} -> {a['rows']:,} ({'unchanged' if a['rows'] == b['rows'] else 'CHANGED!'})")

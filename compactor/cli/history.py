@@ -18,15 +18,13 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
     """List past apply runs (from <target-path>/history)."""
     from rich.table import Table
 
+    from compactor import api
     from compactor.output.text import console as make_console
     from compactor.output.text import safe
-    from compactor.project.loader import load_project
-    from compactor.tasks.history import load_history
     from compactor.units import format_size
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
-    project, _ = load_project(options.project_dir, options.vars)
-    runs = load_history(project.target_dir, table=table, last=last)
+    runs = api.history(options, table=table, last=last)
     if fmt == "json":
         echo_json([r.to_dict() for r in runs])
         return 0

@@ -19,12 +19,12 @@ from compactor.cli.common import debug_option, handle_errors
 @handle_errors
 def command(plan_file: Path, fmt: str, partitions: bool, debug: bool) -> int:
     """Render a plan file written by `compactor plan --out` (its digest checked: an edited plan is refused)."""
+    from compactor import api
     from compactor.output.plan_render import render_markdown, render_text
     from compactor.output.text import console
     from compactor.planning.plan import plan_to_dict
-    from compactor.tasks.plan_file import load_plan
 
-    plan = load_plan(plan_file)
+    plan = api.load_plan(plan_file)
     if fmt == "json":
         click.echo(json.dumps({**plan_to_dict(plan), "digest": plan.digest}, indent=2))
     elif fmt == "markdown":

@@ -89,6 +89,8 @@ class TableFormat(Protocol):
     name: str
     #: the folder that marks a table of this format (discover)
     marker: str
+    #: finding and repairing duplicate rewrites, for a format whose log can hold them (None: it cannot)
+    duplicates: RepairsDuplicates | None
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
@@ -128,19 +130,27 @@ class TableFormat(Protocol):
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""
 
 
+class RepairOutcome(Protocol):
+    """What a repair did (status clean / repaired / would_repair), its proposal and its JSON."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def proposal(self) -> object | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
 class RepairsDuplicates(Protocol):
-    """Optional: a format whose log can hold duplicate rewrites (Delta). Tasks check with ``hasattr``
-    (``tasks/repair.supports_repair``, ``tasks/watch.TableWatch.supported``) and skip formats without it."""
+    """A format whose log can hold duplicate rewrites (Delta): ``TableFormat.duplicates``. Tasks skip a
+    format whose ``duplicates`` is None."""
 
-    def find_duplicates(self, uri: str, storage_options: Mapping[str, str], *, version: int | None = None,
-                        horizon: int | None = None) -> Any:
-        """The duplicate rewrites in the newest ``horizon`` commits of the log."""
-
-    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, start: int | None = None,
-                          horizon: int | None = None, commit_metadata: Mapping[str, str] | None = None,
-                          dry_run: bool = False) -> Any:
-        """Repair every open duplicate rewrite (call while holding the table lease); a result with
-        ``status`` clean / repaired / would_repair and ``to_dict()``."""
+    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, horizon: int | None = None,
+                          commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
+                          expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
+        """Repair every open duplicate rewrite (call while holding the table lease). ``expected``: the
+        proposal of the dry run the user approved; what is derived now must be the same repair."""
 
     def removals_after(self, uri: str, storage_options: Mapping[str, str],
                        version: int) -> tuple[int, dict[str, list[int]]]:

@@ -22,15 +22,10 @@ from typing import Any
 from compactor import __version__
 from compactor.errors import CompactorError, VerificationError
 from compactor.formats import get_format
-from compactor.formats.base import TableFormat
 from compactor.project.model import ProjectOptions
 
 log = logging.getLogger(__name__)
 
-
-
-def supports_repair(fmt: TableFormat) -> bool:
-    return hasattr(fmt, "repair_duplicates")
 
 
 def _metadata(run_id: str, table: str) -> dict[str, str]:
@@ -49,7 +44,7 @@ class TableRepair:
     error: str | None = None
     result: dict[str, Any] = field(default_factory=dict)
     #: the repair proved (formats/delta/repair_plan.RepairProposal)
-    proposal: Any = None
+    proposal: object | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "path": self.path, "status": self.status, "error": self.error, **self.result}
@@ -71,22 +66,22 @@ class RepairReport:
 
 
 def repair_table(name: str, path: str, fmt_name: str, storage_options: Mapping[str, str], *, run_id: str,
-                 dry_run: bool = False, horizon: int | None = None, expected: Any = None) -> TableRepair:
+                 dry_run: bool = False, horizon: int | None = None, expected: object | None = None) -> TableRepair:
     """Repair one table under its lease (no lease for a dry run). ``expected``: the repair the user
     approved (a dry run's); a different one derived now is refused as stale."""
     from compactor.runtime.lease import TableLease
 
-    fmt = get_format(fmt_name)
-    if not supports_repair(fmt):
+    dups = get_format(fmt_name).duplicates
+    if dups is None:
         return TableRepair(name, path, "skipped", result={"reason": f"{fmt_name} tables have no duplicate rewrites"})
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
     try:
         if dry_run:
-            out = fmt.repair_duplicates(path, storage_options, horizon=horizon, dry_run=True)  # type: ignore[attr-defined]
+            out = dups.repair_duplicates(path, storage_options, horizon=horizon, dry_run=True)
         else:
             with TableLease(path, owner, run_id=run_id, storage_options=storage_options) as lease:
-                out = fmt.repair_duplicates(path, storage_options, horizon=horizon,  # type: ignore[attr-defined]
-                                            commit_metadata=_metadata(run_id, name), expected=expected,
+                out = dups.repair_duplicates(path, storage_options, horizon=horizon,
+                                             commit_metadata=_metadata(run_id, name), expected=expected,
                                             fence=lease.check)
     except VerificationError as e:
         return TableRepair(name, path, "verification_failed", e.message)
@@ -99,7 +94,7 @@ def _run_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
 
 
-def _approved(approved: RepairReport | None, name: str) -> tuple[bool, Any]:
+def _approved(approved: RepairReport | None, name: str) -> tuple[bool, object | None]:
     """(run this table?, the repair approved for it): with an approval, only tables it showed a repair for."""
     if approved is None:
         return True, None

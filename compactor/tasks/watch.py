@@ -65,7 +65,7 @@ class TableWatch:
 
     @staticmethod
     def supported(fmt: TableFormat) -> bool:
-        return hasattr(fmt, "removals_after")
+        return fmt.duplicates is not None
 
     @property
     def deadline(self) -> float:
@@ -100,7 +100,8 @@ class TableWatch:
             return
         cursor = min(w.checked for w in watched)
         try:
-            last, removed = self.fmt.removals_after(self.uri, self.storage_options, cursor)  # type: ignore[attr-defined]
+            assert self.fmt.duplicates is not None  # TableWatch.supported
+            last, removed = self.fmt.duplicates.removals_after(self.uri, self.storage_options, cursor)
         except Exception as e:  # noqa: BLE001 - a failed read is retried at the next poll
             log.warning("%s: could not read new commits while watching: %s", self.table, e)
             return

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from compactor.formats.base import ActionContext, ActionOutcome, TableSession
+from compactor.formats.base import ActionContext, ActionOutcome, RepairOutcome, RepairsDuplicates, TableSession
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
@@ -40,9 +40,32 @@ def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int |
     return facts
 
 
+class DeltaDuplicates:
+    """Rows live twice (formats/delta/detection.py, repair.py): the RepairsDuplicates of format "delta"."""
+
+    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, horizon: int | None = None,
+                          commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
+                          expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
+        """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be)."""
+        from compactor.formats.delta.repair import DEFAULT_HORIZON, RepairProposal, repair
+
+        if expected is not None and not isinstance(expected, RepairProposal):
+            raise TypeError(f"expected: a RepairProposal, not {type(expected).__name__}")
+        return repair(uri, storage_options, horizon=horizon or DEFAULT_HORIZON, commit_metadata=commit_metadata,
+                      dry_run=dry_run, expected=expected, fence=fence)
+
+    def removals_after(self, uri: str, storage_options: Mapping[str, str],
+                       version: int) -> tuple[int, dict[str, list[int]]]:
+        """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
+        from compactor.formats.delta.detection import removals_after
+
+        return removals_after(uri, storage_options, version)
+
+
 class DeltaFormat:
     name = "delta"
     marker = "_delta_log"
+    duplicates: RepairsDuplicates | None = DeltaDuplicates()
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
@@ -95,32 +118,6 @@ class DeltaFormat:
 
         return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s,
                        storage_options=storage_options)
-
-    # -- duplicate rewrites (formats/delta/duplicates.py, repair.py): optional TableFormat methods
-
-    def find_duplicates(self, uri: str, storage_options: Mapping[str, str], *, version: int | None = None,
-                        horizon: int | None = None) -> Any:
-        """The duplicate rewrites in the newest ``horizon`` commits (a repair.Detection)."""
-        from compactor.formats.delta.repair import DEFAULT_HORIZON, detect
-
-        return detect(uri, storage_options, version=version, horizon=horizon or DEFAULT_HORIZON)
-
-    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, start: int | None = None,
-                          horizon: int | None = None, commit_metadata: Mapping[str, str] | None = None,
-                          dry_run: bool = False, expected: Any = None, fence: Any = None) -> Any:
-        """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be). ``expected``:
-        the result of the dry run the user approved; what is derived now must be the same repair."""
-        from compactor.formats.delta.repair import DEFAULT_HORIZON, repair
-
-        return repair(uri, storage_options, start=start, horizon=horizon or DEFAULT_HORIZON,
-                      commit_metadata=commit_metadata, dry_run=dry_run, expected=expected, fence=fence)
-
-    def removals_after(self, uri: str, storage_options: Mapping[str, str],
-                       version: int) -> tuple[int, dict[str, list[int]]]:
-        """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
-        from compactor.formats.delta.repair import removals_after
-
-        return removals_after(uri, storage_options, version)
 
     def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
         from compactor.formats.delta.session import DeltaSession

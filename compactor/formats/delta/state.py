@@ -180,7 +180,7 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
         actions = dt.get_add_actions(flatten=True)
         schema_json = dt.schema().to_json()
         v = dt.version()
-        names = list(actions.column_names) if hasattr(actions, "column_names") else list(actions.schema.names)
+        names = list(actions.schema.names)
         parts = tuple(meta.partition_columns)
 
         def col(name: str) -> pa.ChunkedArray:
@@ -232,7 +232,7 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
     DVs stored under a random prefix, for example): then any file may have one."""
     try:
         reader = dt.deletion_vectors()
-        table = pa.table(reader.read_all() if hasattr(reader, "read_all") else reader)
+        table = pa.table(reader)  # an Arrow C stream (delta-rs 1.x), whichever reader class holds it
     except Exception as e:  # noqa: BLE001 - delta-rs raises several types
         log.warning("%s: cannot read its deletion vectors (%s); every file is treated as possibly having one", uri,
                     str(e).splitlines()[0][:200])

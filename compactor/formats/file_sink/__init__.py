@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from compactor.errors import ApplyError
-from compactor.formats.base import ActionContext, ActionOutcome, NoSession, TableSession
+from compactor.formats.base import ActionContext, ActionOutcome, NoSession, RepairsDuplicates, TableSession
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -18,6 +18,7 @@ from compactor.policy.model import TablePolicy
 class FileSinkFormat:
     name = "spark_file_sink"
     marker = "_spark_metadata"
+    duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
