@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "compactor"
 
 #: layers may import only these compactor packages (besides themselves and the shared modules)
-SHARED = {"errors", "units", "__init__", "models"}
+SHARED = {"errors", "units", "__init__", "__version__", "models"}
 ALLOWED = {
     "planning": {"policy"},
     "models": set(),
@@ -20,6 +20,10 @@ ALLOWED = {
     "formats": {"engines", "planning", "runtime", "policy", "project"},
     "project": {"policy"},
     "output": {"planning", "policy", "project"},
+    # data flows cli -> api -> tasks -> formats -> engines/planning/runtime (docs/architecture.md)
+    "tasks": {"formats", "engines", "planning", "policy", "project", "runtime", "output"},
+    "api": {"tasks", "project", "planning", "policy"},
+    "cli": {"api", "output", "project", "policy", "planning", "runtime"},
 }
 #: modules planning/ must never import, directly or lazily: it only computes
 IMPURE = ("os", "pathlib", "shutil", "subprocess", "socket", "threading", "deltalake", "pyspark", "obstore",
@@ -117,3 +121,92 @@ def test_run_results_know_the_rewrite_action_types() -> None:
     from compactor.planning.actions import REWRITE_ACTIONS
 
     assert REWRITE_TYPES == REWRITE_ACTIONS
+
+
+#: the largest a module under compactor/ may grow
+MAX_MODULE_LINES = 400
+
+
+def _py_files() -> list[Path]:
+    return sorted(f for f in PACKAGE.rglob("*.py") if "__pycache__" not in f.parts)
+
+
+def test_no_module_over_400_lines() -> None:
+    big = {str(f.relative_to(PACKAGE)): n for f in _py_files()
+           if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not big, f"split these modules (at most {MAX_MODULE_LINES} lines): {big}"
+
+
+def _calls(tree: ast.AST, name: str) -> list[int]:
+    return [n.lineno for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name]
+
+
+def test_capabilities_are_types_not_hasattr() -> None:
+    """What an engine or a format can do is a Protocol or an attribute (SqlEngine, TableFormat.duplicates),
+    never probed with hasattr."""
+    found = {str(f.relative_to(PACKAGE)): lines for f in _py_files()
+             if (lines := _calls(ast.parse(f.read_text(encoding="utf-8")), "hasattr"))}
+    assert not found, found
+
+
+#: each format's own package under formats/ (delta, file_sink, ...): named only inside formats/
+FORMAT_PACKAGES = {d.name for d in (PACKAGE / "formats").iterdir() if (d / "__init__.py").is_file()}
+
+
+def _format_names() -> set[str]:
+    from compactor.formats import FORMAT_NAMES, get_format
+
+    return {*FORMAT_NAMES, *(get_format(n).marker for n in FORMAT_NAMES)}
+
+
+def _format_branches(f: Path, names: set[str]) -> list[str]:
+    """Imports of a format's own package and comparisons with a format's name or marker folder."""
+    tree = ast.parse(f.read_text(encoding="utf-8"))
+    out = sorted({f"imports {m}" for m in _imports(f)
+                  if m.startswith("compactor.formats.") and m.split(".")[2] in FORMAT_PACKAGES})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            consts = [c.value for c in [node.left, *node.comparators] if isinstance(c, ast.Constant)]
+            out += [f"line {node.lineno}: compares with {c!r}" for c in consts if c in names]
+        elif isinstance(node, ast.Dict):
+            out += [f"line {node.lineno}: keyed by {k.value!r}" for k in node.keys
+                    if isinstance(k, ast.Constant) and k.value in names]
+    return out
+
+
+def test_no_format_branch_outside_formats() -> None:
+    """Only formats/ knows which formats exist: tasks, api and the CLI go through get_format and the
+    TableFormat interface (a third format is a new folder under formats/ plus its registry line)."""
+    names = _format_names()
+    found = {}
+    for f in _py_files():
+        rel = f.relative_to(PACKAGE)
+        if rel.parts[0] == "formats":
+            continue
+        branches = _format_branches(f, names)
+        if branches:
+            found[str(rel)] = branches
+    assert not found, found
+
+
+def test_the_format_branch_check_sees_a_branch(tmp_path: Path) -> None:
+    """The harness itself: a comparison with a format name and an import of a format's package are found."""
+    f = PACKAGE / "tasks" / "_probe_layers.py"
+    try:
+        f.write_text('from compactor.formats.delta.plan import plan_delta_table\n'
+                     'def kind(p):\n    return p.format == "spark_file_sink"\n')
+        found = _format_branches(f, _format_names())
+    finally:
+        f.unlink()
+    assert any("imports compactor.formats.delta.plan" in b for b in found), found
+    assert any("'spark_file_sink'" in b for b in found), found
+
+
+def test_each_format_object_matches_its_registry_line() -> None:
+    from compactor.formats import get_format
+    from compactor.models.formats import FORMATS
+
+    for spec in FORMATS:
+        fmt = get_format(spec.name)
+        assert (fmt.name, fmt.marker) == (spec.name, spec.marker)

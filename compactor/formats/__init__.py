@@ -7,16 +7,18 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from compactor.errors import UsageError
+from compactor.models.formats import FORMAT_NAMES, format_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.formats.base import TableFormat
 
-_FORMATS = {"delta": "compactor.formats.delta", "spark_file_sink": "compactor.formats.file_sink"}
-FORMAT_NAMES = tuple(_FORMATS)
+__all__ = ["FORMAT_NAMES", "get_format"]
 
 
 def get_format(name: str) -> TableFormat:
-    module = _FORMATS.get(name)
-    if module is None:
-        raise UsageError(f"unknown table format {name!r} (known: {', '.join(_FORMATS)})")
-    return import_module(module).FORMAT
+    """The TableFormat of format ``name`` (the registry: compactor/models/formats.py)."""
+    spec = format_spec(name)
+    if spec is None:
+        raise UsageError(f"unknown table format {name!r} (known: {', '.join(FORMAT_NAMES)})")
+    fmt: TableFormat = import_module(spec.module).FORMAT
+    return fmt

@@ -9,25 +9,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from compactor.errors import TableReadError
+from compactor.models.formats import DEFAULT_FORMAT, format_spec
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import storage_for
 
 #: an object-store walk stops after listing this many folders (a prefix holding a whole data lake)
 MAX_REMOTE_FOLDERS = 100_000
 
-MARKERS = {"delta": "_delta_log", "spark_file_sink": "_spark_metadata"}
 
 
 def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequence[str] = (),
-                    storage_options: Mapping[str, str] | None = None, *, fmt: str = "delta") -> list[str]:
+                    storage_options: Mapping[str, str] | None = None, *, fmt: str = DEFAULT_FORMAT) -> list[str]:
     """Relative paths (posix) of tables below root, filtered by include/exclude globs. ``root`` may be an
     object-store URI (``storage_options`` reach it); a table's sub-folders are never listed."""
     if is_remote(root):
-        return _discover_remote(root, include, exclude, storage_options, MARKERS[fmt])
+        return _discover_remote(root, include, exclude, storage_options, _marker(fmt))
     base = Path(local_path(root))
     if not base.is_dir():
         raise TableReadError(f"discover root does not exist: {root}")
-    marker = MARKERS[fmt]
+    marker = _marker(fmt)
     found: list[str] = []
     for dirpath, dirnames, _ in os.walk(base):
         if marker in dirnames:
@@ -39,6 +39,13 @@ def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequen
             continue
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
     return sorted(found)
+
+
+def _marker(fmt: str) -> str:
+    spec = format_spec(fmt)
+    if spec is None:
+        raise TableReadError(f"unknown table format {fmt!r}")
+    return spec.marker
 
 
 def _glob_any(rel: str, patterns: Sequence[str]) -> bool:

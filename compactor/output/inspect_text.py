@@ -34,7 +34,7 @@ def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
                   + (f" (policy: {r.policy['compact_interval']})" if r.policy.get("compact_interval") else ""),
                   f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
                   f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
-    if r.kind == "delta" and r.log_window:
+    if r.log_window:  # a log that can hold duplicate rewrites was scanned
         w = r.log_window
         lines.append(f"\nduplicate rewrites (versions {w.get('first_version')}..{w.get('last_version')} scanned): "
                      f"{len(r.open_duplicates)} open, {len(r.duplicates) - len(r.open_duplicates)} repaired or void")

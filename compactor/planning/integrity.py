@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compactor.models.formats import format_spec
 from compactor.planning.actions import (
     ACTION_TYPES,
     Action,
-    RepairAction,
     RewriteAction,
     SetPropertiesAction,
     SinkGuards,
@@ -95,8 +95,10 @@ def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
 
 def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[str]:
     out = _shape_problems(a)
-    sink = table.format == "spark_file_sink"
-    out += sorted({x for p in a.input_paths if (x := path_problem(p, absolute_ok=sink)) is not None})
+    spec = format_spec(table.format)
+    if spec is None:
+        return [f"{table.format} is not a table format compactor knows"]
+    out += sorted({x for p in a.input_paths if (x := path_problem(p, absolute_ok=spec.absolute_paths)) is not None})
     if isinstance(a, RewriteAction):
         out += _rewrite_problems(a, policy)
     elif isinstance(a, VacuumAction):
@@ -120,8 +122,8 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
         elif a.retention != s.retention or a.delete_files != s.prune_delete_files:
             out.append(f"retention {a.retention} / delete_files {a.delete_files} is not the policy's "
                        f"{s.retention} / {s.prune_delete_files}")
-    if isinstance(a, RepairAction) and table.format != "delta":
-        out.append("repairs are for Delta tables")
+    if a.type not in spec.action_types:
+        out.append(f"{a.type} actions are not run on {table.format} tables")
     if type(a) not in _KNOWN:
         out.append(f"apply does not know how to check a {a.type} action")
     if set(a.partition) - set(table.partition_columns):

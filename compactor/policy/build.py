@@ -6,6 +6,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from compactor.models.formats import DEFAULT_FORMAT, FORMATS, format_spec
 from compactor.policy import model as m
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.predicate import PredicateError, parse_where
@@ -83,27 +84,31 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
     """raw: the merged table mapping (already schema-valid)."""
     ctx = _Ctx(doc, file, base, layers)
     _record_locations(ctx, raw)
-    fmt = raw.get("format", "delta")
+    fmt = raw.get("format", DEFAULT_FORMAT)
+    spec = format_spec(fmt) or FORMATS[0]  # the schema admits registered formats only
+    sinks = ", ".join(f.name for f in FORMATS if f.sink_settings)
     comp = _compaction(ctx, raw.get("compaction") or {})
     retention = _retention(ctx, raw["retention"]) if "retention" in raw else None
     sink = None
     if "sink" in raw:
-        if fmt != "spark_file_sink":
-            ctx.error("sink", "sink_on_delta", "the `sink` block applies only to format: spark_file_sink",
-                      "set format: spark_file_sink or remove the sink block")
+        if not spec.sink_settings:
+            ctx.error("sink", "sink_on_delta", f"the `sink` block applies only to format: {sinks}",
+                      f"set format: {sinks} or remove the sink block")
         sink = _sink(ctx, raw["sink"])
-    elif fmt == "spark_file_sink":
+    elif spec.sink_settings:
         sink = m.Sink()
-    if fmt == "spark_file_sink" and sink is not None and sink.downstream_streaming_readers == "unknown":
+    if spec.sink_settings and sink is not None and sink.downstream_streaming_readers == "unknown":
         ctx.error("sink", "sink_readers_unacknowledged",
                   "downstream streaming readers are not acknowledged; compaction of this sink will be refused",
                   "set sink.downstream_streaming_readers: none (or reprocess_ok)", severity="warning")
-    if fmt == "spark_file_sink" and comp.strategy != "bin_pack":
+    if comp.strategy not in spec.strategies:
         ctx.error("compaction.strategy", "unsupported_strategy",
-                  f"strategy {comp.strategy} is not supported for spark_file_sink tables", "use bin_pack")
-    if fmt == "spark_file_sink" and retention is not None:
-        ctx.error("retention", "retention_on_sink", "`retention` applies to Delta tables; use sink.retention",
-                  None)
+                  f"strategy {comp.strategy} is not supported for {fmt} tables",
+                  f"use {' or '.join(sorted(spec.strategies))}")
+    if not spec.retention and retention is not None:
+        ctx.error("retention", "retention_on_sink",
+                  f"`retention` applies to {', '.join(f.name for f in FORMATS if f.retention)} tables"
+                  + ("; use sink.retention" if spec.sink_settings else ""), None)
     if "path" in raw and "discover" in raw:
         ctx.error("discover", "ambiguous_location", "give either `path` or `discover`, not both")
     discover = None
@@ -111,9 +116,10 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
         d = raw["discover"]
         discover = m.Discover(root=d["root"], include=tuple(d.get("include") or ("**",)),
                               exclude=tuple(d.get("exclude") or ()))
-    if "path" not in raw and "discover" not in raw and fmt == "spark_file_sink":
-        ctx.error("", "missing_location", "a spark_file_sink table needs a `path` (or `discover`)",
-                  "catalog names are only supported for Delta tables")
+    if "path" not in raw and "discover" not in raw and not spec.catalog_tables:
+        ctx.error("", "missing_location", f"a {fmt} table needs a `path` (or `discover`)",
+                  f"catalog names are only supported for {', '.join(f.name for f in FORMATS if f.catalog_tables)} "
+                  "tables")
     policy = m.TablePolicy(
         name=raw["name"], format=fmt, path=raw.get("path"), discover=discover,
         tags=tuple(raw.get("tags") or ()), owner=raw.get("owner"), description=raw.get("description"),

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from compactor.models.formats import DEFAULT_FORMAT
+
 Strategy = Literal["bin_pack", "z_order", "sort"]
 Order = Literal["benefit", "bytes_asc", "bytes_desc", "oldest_first"]
-TableFormat = Literal["delta", "spark_file_sink"]
 Method = Literal["auto", "rewrite", "optimize"]
 DownstreamReaders = Literal["unknown", "none", "reprocess_ok"]
 
@@ -160,7 +161,8 @@ class TablePolicy:
     """One table's declared maintenance policy, with defaults already merged."""
 
     name: str
-    format: TableFormat = "delta"
+    #: a registered format (compactor/models/formats.py)
+    format: str = DEFAULT_FORMAT
     #: local path or URI; None for catalog tables (identified by ``name``) and discover entries
     path: str | None = None
     discover: Discover | None = None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import jsonschema
 
+from compactor.models.formats import FORMAT_NAMES
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.yamlpos import Located, join_path
 
@@ -89,7 +90,33 @@ def _content_key(schema: str, ref: str | None, instance: Any) -> str | None:
 
 @functools.cache
 def _schema_text(name: str) -> str:
-    return resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
+    return schema_text(name)
+
+
+def schema_text(name: str) -> str:
+    """A schema shipped with the package, as text, its ``format`` properties an enum of the registered
+    formats (compactor/models/formats.py): adding a format never edits a schema."""
+    text = resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
+    doc = json.loads(text)
+    if not _fill_format_enums(doc):
+        return text if text.endswith("\n") else text + "\n"
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _fill_format_enums(node: Any) -> bool:
+    """Give every ``format`` property described as a table format the registered names; True if any."""
+    found = False
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "format" and isinstance(value, dict) and "table format" in str(value.get("description", "")):
+                value["enum"] = list(FORMAT_NAMES)
+                found = True
+            else:
+                found = _fill_format_enums(value) or found
+    elif isinstance(node, list):
+        for item in node:
+            found = _fill_format_enums(item) or found
+    return found
 
 
 def remember_valid(key: str) -> None:

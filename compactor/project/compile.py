@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from compactor.errors import PolicyError, ProjectError
+from compactor.models.formats import format_spec
 from compactor.policy.build import build_table, deep_merge
 from compactor.policy.diagnostics import Diagnostic, sort_key
 from compactor.policy.model import TablePolicy
@@ -188,7 +189,8 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
                                         f"path '{p.path}' is already managed by '{by_path[key].name}' "
                                         f"({by_path[key].source})", "", "one policy per table"))
             by_path.setdefault(key, p)
-        if p.is_catalog_table and p.format == "delta" and target is not None and target.engine != "spark":
+        spec = format_spec(p.format)
+        if p.is_catalog_table and spec is not None and spec.catalog_tables and target is not None and target.engine != "spark":
             diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "catalog_needs_spark",
                                     f"'{p.name}' has no path: it is a catalog table and needs the spark engine",
                                     "", "add `path:` or use a spark target", "warning"))

@@ -19,9 +19,10 @@ FILES = {
 
 
 def schema_text(name: str) -> str:
-    """A JSON Schema shipped with the package, as text (ends with a newline)."""
-    text = resources.files("compactor").joinpath("schemas", name).read_text(encoding="utf-8")
-    return text if text.endswith("\n") else text + "\n"
+    """A JSON Schema shipped with the package, as text (ends with a newline; format enums filled in)."""
+    from compactor.policy.schema import schema_text as text
+
+    return text(name)
 
 
 def init_project(directory: Path) -> list[Path]:

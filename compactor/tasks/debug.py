@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from compactor.formats import get_format
 from compactor.project.model import ProjectOptions
 
 
@@ -42,7 +43,7 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
         if p.path is None:
             yield Check(f"table {p.name}", t.engine == "spark", "a catalog table: resolved by Spark at plan time")
             continue
-        marker = "_delta_log" if p.format == "delta" else "_spark_metadata"
+        marker = get_format(p.format).marker
         try:
             found = storage_for(p.path, t.storage_options).is_dir(marker)
             yield Check(f"table {p.name}", found, f"{redact(p.path)}" + ("" if found else f": no {marker} there"))

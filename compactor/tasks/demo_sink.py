@@ -51,6 +51,6 @@ def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: boo
     if wait_quiet:
         # the writer guard refuses a sink whose log or checkpoint changed within the quiet period
         time.sleep(DEMO_QUIET_S + 1)
-    files = [p for p in out.rglob("*.parquet") if "_spark_metadata" not in p.parts]
+    files = [p for p in out.rglob("*.parquet") if not any(x.startswith("_") for x in p.relative_to(out).parts)]
     return {"path": str(out), "checkpoint": str(checkpoint), "batches": batches,
             "rows": batches * rows_per_batch, "files": len(files)}

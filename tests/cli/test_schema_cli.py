@@ -11,6 +11,7 @@ import jsonschema
 import pytest
 import yaml
 
+from compactor.models.formats import FORMAT_NAMES
 from compactor.policy.schema import load_schema
 from tests.cli.test_cli import REPO, cli
 
@@ -23,7 +24,33 @@ def test_schema_prints_the_packaged_schema(name: str) -> None:
     r = cli("schema", name)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == load_schema(f"{name}.schema.json")
-    assert r.stdout == (REPO / "schemas" / f"{name}.schema.json").read_text().rstrip("\n") + "\n"
+    shipped = json.loads((REPO / "schemas" / f"{name}.schema.json").read_text())
+    # the shipped file, with every table-format property an enum of the registered formats
+    printed = json.loads(r.stdout)
+    enums = _format_enums(printed)
+    assert all(e == list(FORMAT_NAMES) for e in enums)
+    assert bool(enums) == (name in ("policy", "plan"))
+    assert _without_format_enums(printed) == shipped
+
+
+def _format_enums(node: object) -> list[object]:
+    if isinstance(node, dict):
+        own = [v["enum"] for k, v in node.items() if k == "format" and isinstance(v, dict) and "enum" in v
+               and "table format" in v.get("description", "")]
+        return own + [e for v in node.values() for e in _format_enums(v)]
+    if isinstance(node, list):
+        return [e for v in node for e in _format_enums(v)]
+    return []
+
+
+def _without_format_enums(node: object) -> object:
+    if isinstance(node, dict):
+        return {k: ({x: y for x, y in v.items() if x != "enum"} if k == "format" and isinstance(v, dict)
+                    and "table format" in v.get("description", "") else _without_format_enums(v))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [_without_format_enums(v) for v in node]
+    return node
 
 
 def test_schema_defaults_to_the_policy_schema_and_refuses_unknown_names() -> None:

@@ -64,7 +64,7 @@ class DeltaDuplicates:
 
 class DeltaFormat:
     name = "delta"
-    marker = "_delta_log"
+    marker = "_delta_log"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = DeltaDuplicates()
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,

@@ -17,7 +17,7 @@ from compactor.policy.model import TablePolicy
 
 class FileSinkFormat:
     name = "spark_file_sink"
-    marker = "_spark_metadata"
+    marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
 
     def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,

@@ -1,0 +1,50 @@
+"""The table formats compactor knows, as data: the one registry of formats.
+
+A format's code lives in its own folder under ``compactor/formats/`` (its ``FORMAT``, a TableFormat);
+everything else that differs between formats is a trait here, read by the layers that must not import a
+format's code (policy validation, plan integrity, the schemas' ``format`` enums). Adding a format is a new
+folder under ``formats/`` plus one ``FormatSpec`` line below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REWRITES = frozenset({"compact", "z_order", "sort"})
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    #: the name policies and plans use
+    name: str
+    #: the module whose ``FORMAT`` is the format's TableFormat (imported on first use)
+    module: str
+    #: the folder that marks a table of this format (discover, debug)
+    marker: str
+    #: the plan action types apply runs on a table of this format
+    action_types: frozenset[str]
+    #: compaction strategies a policy may choose
+    strategies: frozenset[str] = frozenset({"bin_pack", "z_order", "sort"})
+    #: the policy's ``retention:`` block (vacuum, table properties) applies
+    retention: bool = True
+    #: the policy's ``sink:`` block applies (a Structured Streaming file sink); every policy has one
+    sink_settings: bool = False
+    #: a policy may name the table by a catalog name instead of a path
+    catalog_tables: bool = False
+    #: planned paths may be absolute URIs (a sink manifest lists files by location)
+    absolute_paths: bool = False
+
+
+FORMATS: tuple[FormatSpec, ...] = (
+    FormatSpec("delta", "compactor.formats.delta", "_delta_log",
+               REWRITES | {"vacuum", "set_properties", "repair"}, catalog_tables=True),
+    FormatSpec("spark_file_sink", "compactor.formats.file_sink", "_spark_metadata",
+               frozenset({"sink_compact", "sink_delete_replaced", "sink_prune"}), strategies=frozenset({"bin_pack"}),
+               retention=False, sink_settings=True, absolute_paths=True),
+)
+FORMAT_NAMES = tuple(f.name for f in FORMATS)
+DEFAULT_FORMAT = FORMATS[0].name
+
+
+def format_spec(name: str) -> FormatSpec | None:
+    return next((f for f in FORMATS if f.name == name), None)
