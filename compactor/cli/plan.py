@@ -60,11 +60,10 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     from compactor.output.text import console as make_console
     from compactor.output.text import safe
     from compactor.planning.plan import plan_to_dict
-    from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     key = plan_key("--sign") if sign else None
-    compiled = compile_project(options)
+    compiled = api.compile_project(options)
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     if not compiled.policies:

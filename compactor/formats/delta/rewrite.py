@@ -5,7 +5,6 @@ guard after it (formats/delta/guard.py). The next group's bins are rewritten whi
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import threading
@@ -31,7 +30,6 @@ from compactor.formats.delta.commit import (
     NewFile,
     RemovedFile,
     commit_swap,
-    find_commit,
     new_file_name,
     refuse_if_table_changed,
     removed_since,
@@ -44,8 +42,9 @@ from compactor.formats.delta.context import (
     planned_inputs,
     refuse_unrewritable,
 )
-from compactor.formats.delta.log import Commit, commits_after
+from compactor.formats.delta.log import Commit
 from compactor.formats.delta.session import DeltaSession, session_of
+from compactor.formats.delta.settle import check_commit, discard_uncommitted
 from compactor.models.results import ActionDetails, CommitReverted
 from compactor.planning.actions import (
     RewriteAction,
@@ -54,7 +53,7 @@ from compactor.planning.actions import (
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
 from compactor.runtime.paths import join
-from compactor.runtime.storage import StorageError, storage_for
+from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
@@ -355,58 +354,3 @@ def _after_group_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Seque
             o.details.repaired = whole.details.repaired
             o.version_after = whole.version_after
             o.files_added = o.files_removed = 0
-
-
-def check_commit(own: Commit, outcome: ActionOutcome) -> None:
-    """After the commit, from the log: it removes exactly the inputs and adds exactly the outputs, and
-    where the log has statistics, rows removed == rows added."""
-    if set(own.removes) != set(outcome.removed_paths) or set(own.adds) != set(outcome.added_paths):
-        raise VerificationError(f"commit {own.version} does not hold the planned swap "
-                                f"({len(own.removes)} removes, {len(own.adds)} adds)")
-    added_rows = [num_records(a) for a in own.adds.values()]
-    if None not in added_rows and sum(added_rows) != outcome.rows_added:  # type: ignore[arg-type]
-        raise VerificationError(f"commit {own.version}: the log says {sum(added_rows)} rows were added, the "  # type: ignore[arg-type]
-                                f"footers {outcome.rows_added}")
-
-
-def num_records(action: Mapping[str, Any]) -> int | None:
-    stats = action.get("stats")
-    if isinstance(stats, str):
-        try:
-            stats = json.loads(stats)
-        except ValueError:
-            return None
-    return stats.get("numRecords") if isinstance(stats, Mapping) else None
-
-
-def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: Sequence[str],
-                        staging: Sequence[str], read_version: int, marker: str) -> None:
-    """Delete what a failed rewrite wrote - unless its commit landed after all (an interrupt inside the
-    commit call): files the log references are never deleted. If the log cannot be read, the journal
-    stays and the next run's recover decides."""
-    try:
-        landed = find_commit(uri, storage_options, read_version, marker, timeout_s=0) is not None
-    except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
-        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", uri)
-        return
-    if landed:
-        return
-    storage = storage_for(uri, storage_options)
-    try:
-        for rel in outputs:
-            storage.delete(rel)
-        for rel in staging:
-            storage.delete_prefix(rel)
-    except StorageError as e:  # the journal stays; the next run's recover deletes what is left
-        log.warning("%s: could not delete uncommitted outputs now: %s", uri, e)
-
-
-def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
-    """Paths live now or named by any add/remove committed after ``since_version`` (crash recovery)."""
-    from compactor.formats.delta.state import read_delta_state
-
-    refs = set(read_delta_state(uri, storage_options).paths)
-    for c in commits_after(uri, since_version if since_version is not None else -1, storage_options):
-        refs.update(c.adds)
-        refs.update(c.removes)
-    return refs

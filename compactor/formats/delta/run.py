@@ -27,7 +27,8 @@ from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key,
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.plan import unsupported_reason
-from compactor.formats.delta.rewrite import referenced_paths, rewrite_group
+from compactor.formats.delta.rewrite import rewrite_group
+from compactor.formats.delta.settle import referenced_paths
 from compactor.planning.actions import (
     Action,
     RepairAction,
