@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from compactor.planning.actions import Action, CompactAction, Precondition, RewriteAction, SortAction, ZOrderAction
 from compactor.planning.bins import pack_ascending
-from compactor.planning.plan import Skip
+from compactor.planning.plan import Skip, SkipReason
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
 
@@ -95,7 +95,7 @@ def plan_partitions(
     OPTIMIZE rewrites files whose deletion vectors delete many rows).
     """
     if files.num_rows == 0:
-        return [], [Skip("no_files", None, {"files": 0}, "the table has no live files")]
+        return [], [Skip(SkipReason.NO_FILES, None, {"files": 0}, "the table has no live files")]
     c = compaction
     now_ms = int(now.timestamp() * 1000)
     keys = partition_key_column(files, partition_columns)
@@ -118,7 +118,7 @@ def plan_partitions(
         ordered = sorted(stats, key=lambda k: _sort_key(all_values[k], partition_columns))
         latest = set(ordered[-c.partitions.skip_latest:])
 
-    def skip(k: str, reason: str, msg: str, **details: Any) -> None:
+    def skip(k: str, reason: SkipReason, msg: str, **details: Any) -> None:
         s = stats[k]
         skips.append(Skip(reason, all_values[k] if partition_columns else None,
                           {"files": s["size_count"], "small_files": s["small_sum"], "bytes": s["size_sum"], **details}, msg))
@@ -128,39 +128,39 @@ def plan_partitions(
     for k in sorted(stats, key=lambda k: _sort_key(all_values[k], partition_columns)):
         values, s = all_values[k], stats[k]
         if where is not None and not where.evaluate(values, today=now.date()):
-            skip(k, "outside_where", f"not matched by where: {where.text}")
+            skip(k, SkipReason.OUTSIDE_WHERE, f"not matched by where: {where.text}")
             continue
         if lb is not None:
             d = _parse_date(values.get(lb.column), lb.date_format)
             horizon = now - dt.timedelta(seconds=lb.seconds)
             if d is None or d < horizon.replace(hour=0, minute=0, second=0, microsecond=0):
-                skip(k, "outside_lookback", f"{lb.column}={values.get(lb.column)} is outside the lookback window",
+                skip(k, SkipReason.OUTSIDE_LOOKBACK, f"{lb.column}={values.get(lb.column)} is outside the lookback window",
                      lookback_from=horizon.date().isoformat())
                 continue
         if k in latest:
-            skip(k, "skip_latest", f"one of the {c.partitions.skip_latest} newest partition(s)")
+            skip(k, SkipReason.SKIP_LATEST, f"one of the {c.partitions.skip_latest} newest partition(s)")
             continue
         if c.quiet_period and s["mtime_max"] is not None and now_ms - s["mtime_max"] < c.quiet_period * 1000:
-            skip(k, "quiet_period", "files were written within the quiet period (active writer?)",
+            skip(k, SkipReason.QUIET_PERIOD, "files were written within the quiet period (active writer?)",
                  newest_file_age_s=max(0, (now_ms - s["mtime_max"]) // 1000), quiet_period_s=c.quiet_period)
             continue
         if s["small_sum"] == 0:
-            skip(k, "already_compact", "no file is below min_file_size", min_file_size=c.min_file_size)
+            skip(k, SkipReason.ALREADY_COMPACT, "no file is below min_file_size", min_file_size=c.min_file_size)
             continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
         if s["small_sum"] <= ideal:
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
-            skip(k, "already_compact", f"{s['small_sum']} small file(s) holding {s['small_size_sum']} bytes: already "
+            skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding {s['small_size_sum']} bytes: already "
                  f"the fewest files at target_file_size {c.target_file_size}", ideal_files=ideal,
                  target_file_size=c.target_file_size)
             continue
         if s["small_sum"] < c.triggers.min_input_files:
-            skip(k, "below_min_input_files", f"{s['small_sum']} small file(s) < min_input_files {c.triggers.min_input_files}",
+            skip(k, SkipReason.BELOW_MIN_INPUT_FILES, f"{s['small_sum']} small file(s) < min_input_files {c.triggers.min_input_files}",
                  min_input_files=c.triggers.min_input_files)
             continue
         ratio = s["small_sum"] / s["size_count"]
         if ratio < c.triggers.min_small_file_ratio:
-            skip(k, "below_min_small_file_ratio", f"small-file ratio {ratio:.2f} < {c.triggers.min_small_file_ratio}",
+            skip(k, SkipReason.BELOW_MIN_SMALL_FILE_RATIO, f"small-file ratio {ratio:.2f} < {c.triggers.min_small_file_ratio}",
                  small_file_ratio=round(ratio, 4), min_small_file_ratio=c.triggers.min_small_file_ratio)
             continue
         survivors.append(k)
@@ -205,7 +205,7 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         if c.strategy == "bin_pack":
             bins = pack_ascending(p_sizes, c.target_file_size)
             if not bins:
-                skip(k, "already_compact", "no two small files can share a bin", target_file_size=c.target_file_size)
+                skip(k, SkipReason.ALREADY_COMPACT, "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue
             outputs = len(bins)
             reason = (f"bin-pack {sum(map(len, bins))} file(s) into {outputs} ({bin_model} model, "
@@ -221,7 +221,7 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         n_in = len(input_idx)
         reduction = n_in - outputs
         if reduction <= c.triggers.min_file_reduction:
-            skip(k, "below_min_file_reduction", f"would remove only {reduction} file(s) (min_file_reduction "
+            skip(k, SkipReason.BELOW_MIN_FILE_REDUCTION, f"would remove only {reduction} file(s) (min_file_reduction "
                  f"{c.triggers.min_file_reduction})", predicted_files_after=stats[k]["size_count"] - reduction,
                  min_file_reduction=c.triggers.min_file_reduction)
             continue
@@ -265,12 +265,12 @@ def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> 
     for x in cands:
         a = x.action
         if max_p is not None and len(actions) >= max_p:
-            skips.append(Skip("budget", x.partition, {"input_bytes": a.input_bytes, "max_partitions_per_run": max_p,
+            skips.append(Skip(SkipReason.BUDGET, x.partition, {"input_bytes": a.input_bytes, "max_partitions_per_run": max_p,
                                                       "input_files": a.input_files},
                               f"max_partitions_per_run {max_p} reached"))
             continue
         if max_b is not None and used + a.input_bytes > max_b:
-            skips.append(Skip("budget", x.partition, {"input_bytes": a.input_bytes, "max_bytes_per_run": max_b,
+            skips.append(Skip(SkipReason.BUDGET, x.partition, {"input_bytes": a.input_bytes, "max_bytes_per_run": max_b,
                                                       "bytes_already_planned": used, "input_files": a.input_files},
                               "does not fit in max_bytes_per_run"))
             continue

@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from compactor.planning.actions import (
@@ -24,37 +25,40 @@ from compactor.planning.actions import (
     digest_paths,
 )
 
-__all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "TablePlan",
+__all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "SkipReason", "TablePlan",
            "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]
 
 SCHEMA_VERSION = 1
 
-# Skip reason codes (documented in README; the planner uses only these)
-SKIP_REASONS = (
-    "below_min_input_files",     # fewer candidate files than triggers.min_input_files
-    "below_min_file_reduction",  # files now - files after <= triggers.min_file_reduction
-    "below_min_small_file_ratio",
-    "already_compact",           # no candidate files, or no bin with 2+ files
-    "quiet_period",              # files modified within compaction.quiet_period
-    "outside_where",             # partition not matched by partitions.where
-    "outside_lookback",
-    "skip_latest",
-    "budget",                    # cut by max_bytes_per_run / max_partitions_per_run
-    "disabled",                  # table or compaction disabled
-    "unreadable",                # the table could not be read
-    "unsupported",               # the engine cannot safely rewrite this table
-    "no_files",
-    "retention_in_sync",         # table properties already match the declared retention
-    "nothing_to_vacuum",         # a VACUUM now would delete no file
-    "writer_active",             # sink: writer not stopped
-    "downstream_readers",        # sink: downstream streaming readers not acknowledged
-    "invalid_policy",            # the policy does not fit the table (e.g. where on a non-partition column)
-)
+class SkipReason(StrEnum):
+    """Why a table or partition is left alone (README lists every one; the plan schema's enum is this)."""
+
+    BELOW_MIN_INPUT_FILES = "below_min_input_files"  # fewer candidate files than triggers.min_input_files
+    BELOW_MIN_FILE_REDUCTION = "below_min_file_reduction"  # files now - files after <= triggers.min_file_reduction
+    BELOW_MIN_SMALL_FILE_RATIO = "below_min_small_file_ratio"
+    ALREADY_COMPACT = "already_compact"  # no candidate files, or no bin with 2+ files
+    QUIET_PERIOD = "quiet_period"  # files modified within compaction.quiet_period
+    OUTSIDE_WHERE = "outside_where"  # partition not matched by partitions.where
+    OUTSIDE_LOOKBACK = "outside_lookback"
+    SKIP_LATEST = "skip_latest"
+    BUDGET = "budget"  # cut by max_bytes_per_run / max_partitions_per_run
+    DISABLED = "disabled"  # table or compaction disabled
+    UNREADABLE = "unreadable"  # the table could not be read
+    UNSUPPORTED = "unsupported"  # the engine cannot safely rewrite this table
+    NO_FILES = "no_files"
+    RETENTION_IN_SYNC = "retention_in_sync"  # table properties already match the declared retention
+    NOTHING_TO_VACUUM = "nothing_to_vacuum"  # a VACUUM now would delete no file
+    WRITER_ACTIVE = "writer_active"  # sink: writer not stopped
+    DOWNSTREAM_READERS = "downstream_readers"  # sink: downstream streaming readers not acknowledged
+    INVALID_POLICY = "invalid_policy"  # the policy does not fit the table (e.g. where on a non-partition column)
+
+
+SKIP_REASONS = tuple(SkipReason)
 
 
 @dataclass(frozen=True)
 class Skip:
-    reason: str
+    reason: SkipReason
     partition: Mapping[str, str | None] | None = None
     #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
     details: Mapping[str, Any] = field(default_factory=dict)
@@ -202,7 +206,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
             version=t.get("version"), bin_model=t.get("bin_model", "delta-rs"),
             partition_columns=tuple(t.get("partition_columns") or ()),
             actions=tuple(action_from_dict(a) for a in t.get("actions", ())),
-            skipped=tuple(Skip(reason=s["reason"], partition=s.get("partition"),
+            skipped=tuple(Skip(reason=SkipReason(s["reason"]), partition=s.get("partition"),
                                details=dict(s.get("details") or {}), message=s.get("message", ""))
                           for s in t.get("skipped", ())),
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),

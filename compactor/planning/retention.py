@@ -6,7 +6,7 @@ import re
 
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition, SetPropertiesAction, VacuumAction
-from compactor.planning.plan import Skip
+from compactor.planning.plan import Skip, SkipReason
 from compactor.policy.model import Retention
 
 DELETED = "delta.deletedFileRetentionDuration"
@@ -74,12 +74,12 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
             reason="table properties drift from the declared retention",
         ))
     elif not changes:
-        skips.append(Skip("retention_in_sync", None, {k: state.properties.get(k) for k in wanted},
+        skips.append(Skip(SkipReason.RETENTION_IN_SYNC, None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
     if retention.vacuum.enabled and state.vacuum_candidates == 0 and not changes:
         # converged: a table that needs nothing gets no action (plan --detailed-exitcode 0); a plan that
         # changes the retention properties keeps its vacuum (it runs under the new retention)
-        skips.append(Skip("nothing_to_vacuum", None, {}, "a VACUUM now would delete no file"))
+        skips.append(Skip(SkipReason.NOTHING_TO_VACUUM, None, {}, "a VACUUM now would delete no file"))
     elif retention.vacuum.enabled:
         hours = vacuum_retention_hours(retention)
         actions.append(VacuumAction(

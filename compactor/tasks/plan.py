@@ -18,7 +18,7 @@ from compactor import __version__
 from compactor.errors import CompactorError, TableReadError
 from compactor.formats import get_format
 from compactor.models.state import TableState, files_table
-from compactor.planning.plan import Plan, Skip, TablePlan, compute_totals
+from compactor.planning.plan import Plan, Skip, SkipReason, TablePlan, compute_totals
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.paths import is_uri
@@ -34,7 +34,7 @@ def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.da
     if isinstance(state, Exception):
         msg = redact(str(state))
         return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None, error=msg,
-                         policy_source=str(policy.source), skipped=(Skip("unreadable", None, {}, msg),))
+                         policy_source=str(policy.source), skipped=(Skip(SkipReason.UNREADABLE, None, {}, msg),))
     return get_format(policy.format).plan_table(policy, state, now=now, engine=target.engine)
 
 

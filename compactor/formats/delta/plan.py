@@ -12,7 +12,7 @@ from compactor.formats.delta.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
 from compactor.planning.partitions import plan_partitions
-from compactor.planning.plan import Skip, TablePlan
+from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.planning.retention import plan_retention
 from compactor.policy.model import TablePolicy
 from compactor.policy.predicate import PredicateError, parse_where
@@ -69,11 +69,11 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         duplicate_rewrite=delta_facts(state).duplicates.reports)
     if not policy.enabled:
         return TablePlan(**base, files_after=state.file_count,
-                         skipped=(Skip("disabled", None, {}, "table policy has enabled: false"),))
+                         skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
     c = policy.compaction
     reason = unsupported_reason(state, engine, c.method)
     if reason:
-        return TablePlan(**base, files_after=state.file_count, skipped=(Skip("unsupported", None, {}, reason),))
+        return TablePlan(**base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
     where = None
     if c.partitions.where:
         try:
@@ -110,7 +110,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         actions += acts
         skips += sk
     else:
-        skips.append(Skip("disabled", None, {}, "compaction.enabled is false"))
+        skips.append(Skip(SkipReason.DISABLED, None, {}, "compaction.enabled is false"))
     if policy.retention is not None:
         acts, sk = plan_retention(policy.retention, state)
         actions += acts
@@ -170,7 +170,7 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
         for row in state.files.filter(mask).select(cols).to_pylist():
             key = tuple(row[c] for c in cols)
             by_partition[key] = by_partition.get(key, 0) + 1
-        skips += [Skip("unsupported", dict(zip(state.partition_columns, key)) or None, {"files": n},
+        skips += [Skip(SkipReason.UNSUPPORTED, dict(zip(state.partition_columns, key)) or None, {"files": n},
                        f"{n} file(s) {why}: left alone; the spark engine's native OPTIMIZE "
                        "(compaction.method: optimize) can compact them")
                   for key, n in sorted(by_partition.items(), key=str)]
@@ -194,5 +194,5 @@ def _deletion_candidates(state: TableState) -> pa.Array | None:
 
 
 def _config_error(base: dict[str, Any], state: TableState, msg: str) -> TablePlan:
-    return TablePlan(**base, files_after=state.file_count, error=msg, skipped=(Skip("invalid_policy", None, {}, msg),))
+    return TablePlan(**base, files_after=state.file_count, error=msg, skipped=(Skip(SkipReason.INVALID_POLICY, None, {}, msg),))
 

@@ -23,7 +23,7 @@ from compactor.planning.actions import (
     SinkPruneAction,
 )
 from compactor.planning.partitions import plan_partitions
-from compactor.planning.plan import Skip, TablePlan
+from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.policy.model import Sink, TablePolicy
 
 
@@ -64,7 +64,7 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
                 bin_model="delta-spark", partition_columns=state.partition_columns, files_before=state.file_count,
                 bytes_before=state.total_bytes, policy_source=str(policy.source))
     if not policy.enabled:
-        return TablePlan(**base, files_after=state.file_count, skipped=(Skip("disabled", None, {}, "enabled: false"),))
+        return TablePlan(**base, files_after=state.file_count, skipped=(Skip(SkipReason.DISABLED, None, {}, "enabled: false"),))
     actions: list[Action] = []
     skips: list[Skip] = []
     guards = sink_guards(policy, state)
@@ -75,10 +75,10 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
             reason=f"delete {len(deletions)} replaced file(s) past the {sink.grace_period}s grace period"))
     guard = writer_guard(sink, state, now) or readers_guard(sink)
     if guard:
-        reason = "writer_active" if writer_guard(sink, state, now) else "downstream_readers"
+        reason = SkipReason.WRITER_ACTIVE if writer_guard(sink, state, now) else SkipReason.DOWNSTREAM_READERS
         skips.append(Skip(reason, None, {"latest_batch": sink_facts(state).latest_batch}, guard))
     elif not sink_facts(state).latest_compact:
-        skips.append(Skip("already_compact", None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
+        skips.append(Skip(SkipReason.ALREADY_COMPACT, None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
     else:
         eligible = state.files.column("in_compact")
         prune = _prune_action(policy, state, now)
