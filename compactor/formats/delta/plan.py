@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -62,18 +63,18 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
 
 
 def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
-    base: dict[str, Any] = dict(
+    base = TablePlan(
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
         bytes_before=state.total_bytes, policy_source=str(policy.source),
         duplicate_rewrite=delta_facts(state).duplicates.reports)
     if not policy.enabled:
-        return TablePlan(**base, files_after=state.file_count,
+        return replace(base, files_after=state.file_count,
                          skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
     c = policy.compaction
     reason = unsupported_reason(state, engine, c.method)
     if reason:
-        return TablePlan(**base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
+        return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
     where = None
     if c.partitions.where:
         try:
@@ -119,7 +120,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if repair is not None:
         actions.insert(0, repair)
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in REWRITE_ACTIONS)
-    return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
 
 
 def _repair_action(state: TableState) -> RepairAction | None:
@@ -193,6 +194,6 @@ def _deletion_candidates(state: TableState) -> pa.Array | None:
     return pc.fill_null(pc.or_(ratio_over, unknown), False)
 
 
-def _config_error(base: dict[str, Any], state: TableState, msg: str) -> TablePlan:
-    return TablePlan(**base, files_after=state.file_count, error=msg, skipped=(Skip(SkipReason.INVALID_POLICY, None, {}, msg),))
+def _config_error(base: TablePlan, state: TableState, msg: str) -> TablePlan:
+    return replace(base, files_after=state.file_count, error=msg, skipped=(Skip(SkipReason.INVALID_POLICY, None, {}, msg),))
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from compactor.errors import TableReadError
@@ -33,7 +32,7 @@ def _store_key(uri: str) -> tuple[str, str, str, str]:
 class SinkRoot:
     """The root folder of one file-sink output (local path or object-store URI)."""
 
-    def __init__(self, uri: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, uri: str, storage_options: Mapping[str, str] | None = None) -> None:
         self.uri = uri.rstrip("/") if is_remote(uri) else str(Path(local_path(uri)))
         self.remote = is_remote(uri)
         self.storage_options = dict(storage_options or {})

@@ -94,7 +94,7 @@ class MetadataLog:
         return max((f.mtime_ms for f in self.files), default=None)
 
 
-def list_log(directory: Path | str, storage_options: Mapping[str, Any] | None = None) -> MetadataLog:
+def list_log(directory: Path | str, storage_options: Mapping[str, str] | None = None) -> MetadataLog:
     """The files of one metadata log directory (a local path or an object-store URI): one listing."""
     where = str(directory)
     storage = storage_for(where, storage_options) if is_remote(where) else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
-from typing import Any
+from typing import TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,21 +50,34 @@ def readers_guard(sink: Sink | SinkGuards) -> str | None:
     return None
 
 
-def sink_guards(policy: TablePolicy, state: TableState) -> dict[str, Any]:
+class SinkGuardFields(TypedDict):
+    """The SinkGuards fields every sink action of a table carries (passed to each action's constructor)."""
+
+    quiet_period: int
+    checkpoint: str | None
+    writer_stopped_check: bool
+    downstream_streaming_readers: str
+    grace_period: int
+    latest_compact: str | None
+    latest_batch: int | None
+
+
+def sink_guards(policy: TablePolicy, state: TableState) -> SinkGuardFields:
     """The SinkGuards fields of every sink action of this table."""
     s = policy.sink or Sink()
-    return {"quiet_period": s.quiet_period, "checkpoint": s.checkpoint, "writer_stopped_check": s.writer_stopped_check,
-            "downstream_streaming_readers": s.downstream_streaming_readers, "grace_period": s.grace_period,
-            "latest_compact": sink_facts(state).latest_compact, "latest_batch": sink_facts(state).latest_batch}
+    return SinkGuardFields(quiet_period=s.quiet_period, checkpoint=s.checkpoint,
+                           writer_stopped_check=s.writer_stopped_check,
+                           downstream_streaming_readers=s.downstream_streaming_readers, grace_period=s.grace_period,
+                           latest_compact=sink_facts(state).latest_compact, latest_batch=sink_facts(state).latest_batch)
 
 
 def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
     sink = policy.sink or Sink()
-    base: dict[str, Any] = dict(name=policy.name, path=state.uri, format="spark_file_sink", engine=engine, version=state.version,
+    base = TablePlan(name=policy.name, path=state.uri, format="spark_file_sink", engine=engine, version=state.version,
                 bin_model="delta-spark", partition_columns=state.partition_columns, files_before=state.file_count,
                 bytes_before=state.total_bytes, policy_source=str(policy.source))
     if not policy.enabled:
-        return TablePlan(**base, files_after=state.file_count, skipped=(Skip(SkipReason.DISABLED, None, {}, "enabled: false"),))
+        return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.DISABLED, None, {}, "enabled: false"),))
     actions: list[Action] = []
     skips: list[Skip] = []
     guards = sink_guards(policy, state)
@@ -93,7 +106,7 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
             actions += [replace(a, reason=a.reason + " (files listed in the latest .compact only)") for a in acts]
             skips += sk
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type == "sink_compact")
-    return TablePlan(**base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
 
 
 def _prune_action(policy: TablePolicy, state: TableState, now: dt.datetime) -> Action | None:

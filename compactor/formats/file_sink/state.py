@@ -77,7 +77,7 @@ def _read_json(sink: SinkRoot, rel: str) -> Any:
         return None
 
 
-def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def read_ledger(root: Path | str | SinkRoot, storage_options: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Entries ``{"file": location, "replaced_at": epoch s}`` (location: an absolute local path, or the
     file's URI on object stores); a missing or torn ledger is empty."""
     sink = root if isinstance(root, SinkRoot) else SinkRoot(str(root), storage_options)
@@ -164,7 +164,7 @@ def read_sink_state(path: str, storage_options: Mapping[str, str] | None = None,
     )
 
 
-def checkpoint_newest_mtime_ms(checkpoint: str, storage_options: Mapping[str, Any] | None = None) -> int | None:
+def checkpoint_newest_mtime_ms(checkpoint: str, storage_options: Mapping[str, str] | None = None) -> int | None:
     """Newest write under a streaming checkpoint's commits/ and offsets/ (None if absent); the checkpoint
     may be on an object store (one listing per folder)."""
     storage = storage_for(checkpoint, storage_options if is_remote(checkpoint) else None)
