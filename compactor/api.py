@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
-    from compactor.tasks.demo import DemoLake
+    from compactor.tasks.demo import DemoLake, TableSnapshot
 
 
 def validate(options: ProjectOptions = ProjectOptions()) -> ValidationResult:
@@ -172,7 +172,7 @@ def demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], None] 
     return build_demo(directory, with_sink=with_sink, say=say)
 
 
-def table_snapshot(uri: str) -> dict[str, Any]:
+def table_snapshot(uri: str) -> TableSnapshot:
     """Files, bytes and rows of a local Delta table (the demo's before/after)."""
     from compactor.tasks.demo import table_snapshot as _snapshot
 

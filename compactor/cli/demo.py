@@ -72,17 +72,17 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     console.rule("before -> after")
     for name, b in before.items():
         a = api.table_snapshot(demo.tables[name])
-        console.print(f"[bold]{safe(name)}[/]: files {b['files']} -> {a['files']}, mean file size "
-                      f"{format_size(b['bytes'] / max(1, b['files']))} -> {format_size(a['bytes'] / max(1, a['files']))}, "
-                      f"rows {b['rows']:,} -> {a['rows']:,} ({'unchanged' if a['rows'] == b['rows'] else 'CHANGED!'})")
+        console.print(f"[bold]{safe(name)}[/]: files {b.files} -> {a.files}, mean file size "
+                      f"{format_size(b.bytes / max(1, b.files))} -> {format_size(a.bytes / max(1, a.files))}, "
+                      f"rows {b.rows:,} -> {a.rows:,} ({'unchanged' if a.rows == b.rows else 'CHANGED!'})")
         console.print("file sizes before:")
-        for line in _histogram(b["sizes"]):
+        for line in _histogram(b.sizes):
             console.print(safe(line), highlight=False)
         console.print("file sizes after:")
-        for line in _histogram(a["sizes"]):
+        for line in _histogram(a.sizes):
             console.print(safe(line), highlight=False)
-        speed = b["scan_s"] / a["scan_s"] if a["scan_s"] else float("nan")
-        console.print(f"full scan: {b['scan_s'] * 1000:.0f} ms -> {a['scan_s'] * 1000:.0f} ms ({speed:.1f}x faster)")
+        speed = b.scan_s / a.scan_s if a.scan_s else float("nan")
+        console.print(f"full scan: {b.scan_s * 1000:.0f} ms -> {a.scan_s * 1000:.0f} ms ({speed:.1f}x faster)")
     console.print(f"\nThe demo project is in {safe(demo.project_dir)}: try "
                   f"`compactor plan --project-dir {safe(demo.project_dir)}`.")
     return exit_codes.OK if run.ok else exit_codes.FAILURE

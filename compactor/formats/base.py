@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from compactor.models.results import ActionDetails
+from compactor.models.results import ActionOutcome
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -49,23 +49,6 @@ class ActionContext:
     @property
     def storage_options(self) -> Mapping[str, str]:
         return self.target.storage_options
-
-
-@dataclass
-class ActionOutcome:
-    files_removed: int = 0
-    files_added: int = 0
-    bytes_removed: int = 0
-    bytes_added: int = 0
-    #: rows of the removed and of the added files (from parquet footers, checked before committing)
-    rows_removed: int | None = None
-    rows_added: int | None = None
-    version_before: int | None = None
-    version_after: int | None = None
-    #: paths this action removed and added (as the log names them)
-    removed_paths: tuple[str, ...] = ()
-    added_paths: tuple[str, ...] = ()
-    details: ActionDetails = field(default_factory=ActionDetails)
 
 
 class TableSession(Protocol):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 RUN_RESULTS_SCHEMA_VERSION = 1
@@ -81,6 +81,25 @@ class ActionDetails:
 
 
 @dataclass
+class ActionOutcome:
+    """What a format reports for one action it ran; ``ActionResult.record`` makes it the run's record."""
+
+    files_removed: int = 0
+    files_added: int = 0
+    bytes_removed: int = 0
+    bytes_added: int = 0
+    #: rows of the removed and of the added files (from parquet footers, checked before committing)
+    rows_removed: int | None = None
+    rows_added: int | None = None
+    version_before: int | None = None
+    version_after: int | None = None
+    #: paths this action removed and added (as the log names them)
+    removed_paths: tuple[str, ...] = ()
+    added_paths: tuple[str, ...] = ()
+    details: ActionDetails = field(default_factory=ActionDetails)
+
+
+@dataclass
 class ActionResult:
     table: str
     type: str
@@ -98,6 +117,21 @@ class ActionResult:
     error: str | None = None
     #: extra facts: repaired concurrent commit, files a dry-run vacuum would delete, ...
     details: ActionDetails = field(default_factory=ActionDetails)
+
+    def record(self, o: ActionOutcome) -> None:
+        """Take the format's outcome into this record: the counts, the rows from the footers (the planned
+        rows stay when the format could not count them), the versions, and the details the format reports
+        over the ones apply set (replanned, commit group)."""
+        self.files_removed, self.files_added = o.files_removed, o.files_added
+        self.bytes_removed, self.bytes_added = o.bytes_removed, o.bytes_added
+        if o.rows_removed is not None:
+            self.rows_before = o.rows_removed
+        self.rows_after = o.rows_added
+        if o.version_before is not None:
+            self.table_version_before = o.version_before
+        self.table_version_after = o.version_after
+        self.details = replace(self.details, **{f.name: getattr(o.details, f.name) for f in fields(o.details)
+                                                if getattr(o.details, f.name) is not None})
 
 
 @dataclass

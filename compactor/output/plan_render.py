@@ -68,11 +68,11 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(f"{title}\n  no changes")
         planned = any(a.type == "repair" for a in t.actions)
         for d in t.duplicate_rewrite:
-            rows = "?" if d.get("rows") is None else f"{d['rows']:,}"
-            answer = ("the repair action above takes the extra copy out" if planned and d.get("repairable", True)
-                      else f"NOT repaired automatically: {d.get('reason') or 'see `compactor repair --dry-run`'}")
-            console.print(f"  [red]rows live twice:[/] version {d['later_version']} ({d.get('kind', 'double_remove')}) "
-                          f"made {rows} rows of {len(d['files'])} file(s) live a second time; {answer}",
+            rows = "?" if d.rows is None else f"{d.rows:,}"
+            answer = ("the repair action above takes the extra copy out" if planned and d.repairable
+                      else f"NOT repaired automatically: {d.reason or 'see `compactor repair --dry-run`'}")
+            console.print(f"  [red]rows live twice:[/] version {d.later_version} ({d.kind}) "
+                          f"made {rows} rows of {len(d.files)} file(s) live a second time; {answer}",
                           highlight=False)
         if t.skipped:
             console.print(f"  skipped: {safe(_skip_summary(t.skipped))}")
@@ -104,7 +104,7 @@ def render_markdown(plan: Plan) -> str:
         status = f"**error**: {t.error}" if t.error else _skip_summary(t.skipped) or "-"
         if t.duplicate_rewrite:
             status = (f"**duplicate rewrite** (versions "
-                      f"{', '.join(str(d['later_version']) for d in t.duplicate_rewrite)}: rows live twice); {status}")
+                      f"{', '.join(str(d.later_version) for d in t.duplicate_rewrite)}: rows live twice); {status}")
         lines.append(f"| `{t.name}` | {t.version if t.version is not None else '-'} | {acts} | "
                      f"{t.files_before} → {t.files_after} | {format_size(rw)} | {status} |")
     for t in plan.tables:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from compactor.errors import PlanError, StalePlanError
 
@@ -165,6 +165,18 @@ class SinkGuards:
     #: the log as planned: apply refuses when the writer has written batches since
     latest_compact: str | None = None
     latest_batch: int | None = None
+
+
+class SinkGuardFields(TypedDict):
+    """The SinkGuards fields every sink action of a table carries (passed to each action's constructor)."""
+
+    quiet_period: int
+    checkpoint: str | None
+    writer_stopped_check: bool
+    downstream_streaming_readers: str
+    grace_period: int
+    latest_compact: str | None
+    latest_batch: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

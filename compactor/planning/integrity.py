@@ -9,8 +9,7 @@ action's own counts. Each problem is one line; apply refuses the plan when there
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from compactor.models.formats import format_spec
 from compactor.planning.actions import (
@@ -156,9 +155,8 @@ def _rewrite_problems(a: RewriteAction, policy: TablePolicy) -> list[str]:
         out.append("the policy does not enable compaction")
     if _STRATEGY.get(a.type) != c.strategy:
         out.append(f"a {a.type} action, but the policy's strategy is {c.strategy}")
-    expected: Mapping[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
-                                   "method": c.method}
-    for k, v in expected.items():
+    expected = (("target_file_size", c.target_file_size), ("min_file_size", c.min_file_size), ("method", c.method))
+    for k, v in expected:
         if getattr(a, k) != v:
             out.append(f"{k} {getattr(a, k)!r} is not the policy's {v!r}")
     if isinstance(a, ZOrderAction) and tuple(a.z_order_by) != tuple(c.z_order_by):

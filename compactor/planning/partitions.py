@@ -15,7 +15,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.planning.actions import Action, CompactAction, Precondition, RewriteAction, SortAction, ZOrderAction
+from compactor.planning.actions import (
+    Action,
+    CompactAction,
+    Precondition,
+    RewriteAction,
+    SinkGuardFields,
+    SortAction,
+    ZOrderAction,
+)
 from compactor.planning.bins import pack_ascending
 from compactor.planning.plan import Skip, SkipReason
 from compactor.policy.model import Compaction
@@ -83,7 +91,7 @@ def plan_partitions(
     where: Predicate | None = None,
     eligible: pa.Array | None = None,
     action_class: type[RewriteAction] | None = None,
-    action_fields: Mapping[str, Any] | None = None,
+    action_fields: SinkGuardFields | None = None,
     forced: pa.Array | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import (
     REWRITE_ACTIONS,
     Action,
@@ -54,6 +55,8 @@ class SkipReason(StrEnum):
 
 
 SKIP_REASONS = tuple(SkipReason)
+#: one number (or setting) behind a skip reason
+SkipDetail = int | float | str | bool | None
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class Skip:
     reason: SkipReason
     partition: Mapping[str, str | None] | None = None
     #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, SkipDetail] = field(default_factory=dict)
     message: str = ""
 
 
@@ -87,13 +90,13 @@ class TablePlan:
     #: rows live twice, found in the table's log (another writer's compaction removed the same files
     #: again): per anomaly its versions, files and rows. A ``repair`` action answers those it can prove;
     #: ``plan`` and ``apply`` exit 1 while any is left unanswered
-    duplicate_rewrite: tuple[Mapping[str, Any], ...] = ()
+    duplicate_rewrite: tuple[DuplicateReport, ...] = ()
 
     @property
-    def unanswered_duplicates(self) -> list[Mapping[str, Any]]:
+    def unanswered_duplicates(self) -> list[DuplicateReport]:
         """The anomalies of ``duplicate_rewrite`` that no planned repair action answers."""
         answered = {int(v) for a in self.actions if a.type == "repair" for v in a.params().get("anomalies", ())}
-        return [d for d in self.duplicate_rewrite if int(d["later_version"]) not in answered]
+        return [d for d in self.duplicate_rewrite if d.later_version not in answered]
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "skipped": [asdict(s) for s in t.skipped],
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
-            **({"duplicate_rewrite": [dict(d) for d in t.duplicate_rewrite]} if t.duplicate_rewrite else {}),
+            **({"duplicate_rewrite": [d.to_dict() for d in t.duplicate_rewrite]} if t.duplicate_rewrite else {}),
         })
     return {"schema_version": plan.schema_version, "compactor_version": plan.compactor_version,
             "generated_at": plan.generated_at, "project": plan.project, "target": dict(plan.target),
@@ -212,7 +215,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
             bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
             policy_source=t.get("policy_source"),
-            duplicate_rewrite=tuple(dict(x) for x in t.get("duplicate_rewrite") or ()),
+            duplicate_rewrite=tuple(DuplicateReport.from_dict(x) for x in t.get("duplicate_rewrite") or ()),
         ))
     totals = Totals(**(d.get("totals") or {}))
     return Plan(

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from compactor.errors import UsageError
 
@@ -103,7 +102,19 @@ def build_demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], 
     return demo
 
 
-def table_snapshot(uri: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TableSnapshot:
+    """A Delta table before or after the demo's compaction."""
+
+    files: int
+    bytes: int
+    sizes: list[int]
+    rows: int
+    scan_s: float
+    version: int
+
+
+def table_snapshot(uri: str) -> TableSnapshot:
     """File count, size histogram and a timed full scan of a Delta table."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -114,5 +125,4 @@ def table_snapshot(uri: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     rows = pq.read_table(dt_.file_uris(), use_threads=False).num_rows
     scan = time.perf_counter() - t0
-    return {"files": len(sizes), "bytes": sum(sizes), "sizes": sizes, "rows": rows, "scan_s": scan,
-            "version": dt_.version()}
+    return TableSnapshot(files=len(sizes), bytes=sum(sizes), sizes=sizes, rows=rows, scan_s=scan, version=dt_.version())

@@ -8,6 +8,7 @@ import json
 import logging
 import random
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,19 @@ BATCHES = 7
 ROWS_PER_BATCH = 200
 
 
+@dataclass(frozen=True)
+class DemoSink:
+    """The demo's file-sink output, as written."""
+
+    path: str
+    checkpoint: str
+    batches: int
+    rows: int
+    files: int
+
+
 def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: bool = True,
-                    rows_per_batch: int = ROWS_PER_BATCH, spark: Any = None) -> dict[str, Any]:
+                    rows_per_batch: int = ROWS_PER_BATCH, spark: Any = None) -> DemoSink:
     """Write the sink at ``path`` (checkpoint at ``<parent>/clicks_checkpoint``, input files at
     ``<parent>/clicks_input``), stop the query, and wait until the log is older than the quiet period."""
     from compactor.engines.spark_session import get_or_create_session
@@ -52,5 +64,5 @@ def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: boo
         # the writer guard refuses a sink whose log or checkpoint changed within the quiet period
         time.sleep(DEMO_QUIET_S + 1)
     files = [p for p in out.rglob("*.parquet") if not any(x.startswith("_") for x in p.relative_to(out).parts)]
-    return {"path": str(out), "checkpoint": str(checkpoint), "batches": batches,
-            "rows": batches * rows_per_batch, "files": len(files)}
+    return DemoSink(path=str(out), checkpoint=str(checkpoint), batches=batches, rows=batches * rows_per_batch,
+                    files=len(files))

@@ -154,7 +154,7 @@ def _delta_extras(report: InspectReport, state: TableState, storage_options: Map
     warnings: list[str] = []
     recs = list(report.recommendations)
     found = detect(state.uri, storage_options, version=state.version, horizon=horizon or DEFAULT_HORIZON)
-    dups = tuple(found.history)
+    dups = tuple(d.to_dict() for d in found.history)
     open_ = [d for d in dups if d["status"] == "open"]
     if open_:
         rows = sum(d["rows"] or 0 for d in open_)
@@ -166,7 +166,7 @@ def _delta_extras(report: InspectReport, state: TableState, storage_options: Map
         msg = (f"{AUTO_COMPACT}={auto}: the writers' auto compaction rewrites the same small files as compactor "
                "and can race it (duplicate rewrites); set it to false, or schedule it apart (README, Safety model)")
         (warnings if policy_given else recs).append(msg if policy_given else f"if compactor manages this table: {msg}")
-    return replace(report, duplicates=dups, log_window=found.window(), warnings=tuple(warnings),
+    return replace(report, duplicates=dups, log_window=found.window().to_dict(), warnings=tuple(warnings),
                    recommendations=tuple(recs))
 
 

@@ -10,13 +10,13 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
 from compactor import __version__
 from compactor.engines.base import RewriteEngine
 from compactor.errors import CompactorError, StalePlanError, VerificationError
-from compactor.formats.base import ActionContext, ActionOutcome, TableFormat, TableSession
+from compactor.formats.base import ActionContext, TableFormat, TableSession
 from compactor.models.events import (
     ActionFinished,
     ActionStarted,
@@ -102,8 +102,8 @@ def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progre
     left = table.unanswered_duplicates
     if not left:
         return False
-    versions = sorted({int(d["later_version"]) for d in left})
-    reasons = sorted({str(d["reason"]) for d in left if d.get("reason")})
+    versions = sorted({d.later_version for d in left})
+    reasons = sorted({d.reason for d in left if d.reason})
     res = ActionResult(table.name, "repair", {}, status="error",
                        error=f"rows live twice since version(s) {versions} and compactor will not repair them "
                              f"automatically{': ' + '; '.join(reasons) if reasons else ''}; the table was not touched "
@@ -227,7 +227,7 @@ def _run_group(env: TableRun, group: list[int], state: TableState, session: Tabl
             if isinstance(outcome, Exception):
                 _failed(res, outcome)
                 continue
-            _fill(res, outcome)
+            res.record(outcome)
             res.status = "success"
             if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
                     and outcome.details.repaired is None:
@@ -348,7 +348,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
             outcome = fmt.run(action, ctx)
     else:
         outcome = fmt.run(action, ctx)
-    _fill(res, outcome)
+    res.record(outcome)
     if env.watch is not None and outcome.removed_paths and outcome.version_after is not None \
             and outcome.details.repaired is None and not env.dry_run:
         env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
@@ -376,20 +376,3 @@ def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
     if not actions:
         raise StalePlanError("partition changed since planning and no longer needs compaction")
     return actions[0]  # type: ignore[return-value]
-
-
-def _fill(res: ActionResult, o: ActionOutcome) -> None:
-    res.files_removed, res.files_added = o.files_removed, o.files_added
-    res.bytes_removed, res.bytes_added = o.bytes_removed, o.bytes_added
-    if o.rows_removed is not None:
-        res.rows_before = o.rows_removed
-    res.rows_after = o.rows_added
-    if o.version_before is not None:
-        res.table_version_before = o.version_before
-    res.table_version_after = o.version_after
-    res.details = _merged(res.details, o.details)
-
-
-def _merged(planned: ActionDetails, done: ActionDetails) -> ActionDetails:
-    """The details apply set (replanned, commit group) and what the format reports, the format's winning."""
-    return replace(planned, **{f.name: getattr(done, f.name) for f in fields(done) if getattr(done, f.name) is not None})

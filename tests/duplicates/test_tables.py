@@ -231,7 +231,7 @@ def test_detection_works_after_checkpoints_and_log_cleanup(tmp_path: Path) -> No
     b.optimize.compact()
     found = detect(str(t))
     assert found.first_version == cp - 3 and len(found.open) == 1
-    assert found.open[0]["rows"] == n  # from the log's numRecords, files added before the window from footers
+    assert found.open[0].rows == n  # from the log's numRecords, files added before the window from footers
     assert repair(str(t)).status == "repaired"
     exactly_once(t, n)
     # a horizon shorter than the distance between the two commits cannot see the duplicate

@@ -20,13 +20,13 @@ pytestmark = pytest.mark.spark
 
 def test_demo_sink_compacts_after_quiet_period(spark, tmp_path: Path) -> None:
     info = build_demo_sink(tmp_path / "clicks_sink", batches=4)
-    out = Path(info["path"])
+    out = Path(info.path)
     before = spark.read.parquet(str(out)).count()
-    assert before == info["rows"]
+    assert before == info.rows
     policy = TablePolicy(name="clicks_sink", format="spark_file_sink", path=str(out),
                          compaction=Compaction(target_file_size=32 << 20, min_file_size=8 << 20,
                                                triggers=Triggers(min_input_files=3)),
-                         sink=Sink(quiet_period=DEMO_QUIET_S, checkpoint=info["checkpoint"],
+                         sink=Sink(quiet_period=DEMO_QUIET_S, checkpoint=info.checkpoint,
                                    downstream_streaming_readers="none"))
     plan = build_plan([policy], {"clicks_sink": read_sink_state(str(out))}, now=dt.datetime.now(dt.UTC),
                       target=Target(engine="spark"), project_name="demo")

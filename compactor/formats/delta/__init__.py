@@ -29,9 +29,8 @@ def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int |
         return DuplicateFacts(scan_error=f"{type(e).__name__}: {e}")
     current = found.current
     if found.proposal is not None and not found.proposal.repairable:
-        for d in current:
-            d["repairable"] = False
-            d.setdefault("reason", "; ".join(found.proposal.problems))
+        why = "; ".join(found.proposal.problems)
+        current = [replace(d, repairable=False, reason=d.reason or why) for d in current]
     facts = DuplicateFacts(reports=tuple(current), carriers=frozenset(found.carriers))
     if found.proposal is not None and found.proposal.repairable:
         facts = replace(facts, proposal=found.proposal, window_start=found.first_version,

@@ -22,6 +22,7 @@ from typing import Any
 from compactor.formats.delta.duplicates import Lineage, analyse, describe
 from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
 from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.runtime.paths import filesystem, join
 
 log = logging.getLogger(__name__)
@@ -112,16 +113,16 @@ class Detection:
     rows: dict[str, int | None]
 
     @property
-    def open(self) -> list[dict[str, Any]]:
+    def open(self) -> list[DuplicateReport]:
         return [describe(a, self.lineage, self.rows) for a in self.lineage.open]
 
     @property
-    def current(self) -> list[dict[str, Any]]:
+    def current(self) -> list[DuplicateReport]:
         """Rows live twice now: open and unrepairable anomalies."""
         return [describe(a, self.lineage, self.rows) for a in self.lineage.current]
 
     @property
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[DuplicateReport]:
         """Every anomaly found in the window, including those repaired since."""
         return [describe(a, self.lineage, self.rows) for a in self.lineage.anomalies]
 
@@ -135,10 +136,8 @@ class Detection:
         out = [f"version {a.version}: {a.reason}" for a in self.lineage.unrepairable]
         return out + list(self.proposal.problems if self.proposal is not None else ())
 
-    def window(self) -> dict[str, Any]:
-        return {"first_version": self.first_version, "last_version": self.version,
-                "commits": 0 if self.first_version is None or self.version is None
-                else self.version - self.first_version + 1}
+    def window(self) -> LogWindow:
+        return LogWindow(self.first_version, self.version)
 
 
 def _latest_version(uri: str, storage_options: Mapping[str, str] | None) -> int:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.formats.delta.log import Commit
+from compactor.models.duplicates import DuplicateReport
 
 #: commit metadata of compactor's repair commits: the versions of the anomalies it repairs
 REPAIR_OF = "compactor.repair_of"
@@ -287,13 +288,13 @@ def _settle(lineage: Lineage, repaired_claims: Mapping[int, int]) -> None:
                         "the duplicated rows: which rows are extra can no longer be told from the log")
 
 
-def describe(a: Anomaly, lineage: Lineage, rows: Mapping[str, int | None] | None = None) -> dict[str, Any]:
-    """An anomaly as plain data for reports (plan ``duplicate_rewrite``, inspect, run results)."""
+def describe(a: Anomaly, lineage: Lineage, rows: Mapping[str, int | None] | None = None) -> DuplicateReport:
+    """An anomaly as reported (plan ``duplicate_rewrite``, inspect, run results)."""
     n: int | None = None
     if rows is not None:
         counts = [rows.get(p) for p in a.excess]
         n = None if any(c is None for c in counts) else sum(c or 0 for c in counts)
-    return {"kind": a.kind, "later_version": a.version, "earlier_versions": a.earlier_versions,
-            "files": sorted(a.excess), "rows": n, "status": a.status, "repaired_by": a.repaired_by,
-            "carriers": lineage.carriers(a.version), "repairable": a.status == "open",
-            **({"reason": a.reason} if a.reason else {})}
+    return DuplicateReport(kind=a.kind, later_version=a.version, earlier_versions=tuple(a.earlier_versions),
+                           files=tuple(sorted(a.excess)), rows=n, status=a.status, repaired_by=a.repaired_by,
+                           carriers=tuple(lineage.carriers(a.version)), repairable=a.status == "open",
+                           reason=a.reason)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from compactor.models.duplicates import DuplicateReport
 from compactor.models.state import TableState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -17,8 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
 class DuplicateFacts:
     """Rows live twice, as `compactor plan` found them (formats/delta/repair.py, detect)."""
 
-    #: one report per anomaly (the plan's ``duplicate_rewrite``, JSON as written)
-    reports: tuple[Mapping[str, Any], ...] = ()
+    #: one report per anomaly (the plan's ``duplicate_rewrite``)
+    reports: tuple[DuplicateReport, ...] = ()
     #: the live files holding the extra copies (never planned as compaction inputs)
     carriers: frozenset[str] = frozenset()
     #: the repair of them all, when it may be committed

@@ -32,6 +32,7 @@ from compactor.formats.delta.log import commits_after
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
 from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -52,7 +53,7 @@ class RepairResult:
 
     uri: str
     status: str
-    duplicates: list[dict[str, Any]] = field(default_factory=list)
+    duplicates: list[DuplicateReport] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)  # the repair commits' versions
     files_removed: int = 0
     files_restored: int = 0
@@ -62,7 +63,7 @@ class RepairResult:
     rows_restored: int = 0
     version_before: int | None = None
     version_after: int | None = None
-    window: dict[str, Any] = field(default_factory=dict)
+    window: LogWindow = field(default_factory=LogWindow)
     #: the repair proved (and committed, unless a dry run)
     proposal: RepairProposal | None = None
 
@@ -71,12 +72,12 @@ class RepairResult:
         return self.rows_removed - self.rows_restored
 
     def to_dict(self) -> dict[str, Any]:
-        return {"uri": self.uri, "status": self.status, "duplicates": self.duplicates,
+        return {"uri": self.uri, "status": self.status, "duplicates": [d.to_dict() for d in self.duplicates],
                 "repair_versions": self.commits, "files_removed": self.files_removed,
                 "files_restored": self.files_restored, "files_copied": self.files_copied,
                 "rows_removed": self.rows_removed, "rows_restored": self.rows_restored,
                 "rows_deduplicated": self.rows_deduplicated, "version_before": self.version_before,
-                "version_after": self.version_after, "window": self.window,
+                "version_after": self.version_after, "window": self.window.to_dict(),
                 "remove": list(self.proposal.remove) if self.proposal else [],
                 "restore": list(self.proposal.restore) if self.proposal else []}
 

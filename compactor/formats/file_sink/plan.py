@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
-from typing import TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +18,7 @@ from compactor.planning.actions import (
     Precondition,
     SinkCompactAction,
     SinkDeleteReplacedAction,
+    SinkGuardFields,
     SinkGuards,
     SinkPruneAction,
 )
@@ -48,18 +48,6 @@ def readers_guard(sink: Sink | SinkGuards) -> str | None:
         return ("downstream streaming readers are not acknowledged: a readStream of this directory would "
                 "re-read the compacted rows (set sink.downstream_streaming_readers: none or reprocess_ok)")
     return None
-
-
-class SinkGuardFields(TypedDict):
-    """The SinkGuards fields every sink action of a table carries (passed to each action's constructor)."""
-
-    quiet_period: int
-    checkpoint: str | None
-    writer_stopped_check: bool
-    downstream_streaming_readers: str
-    grace_period: int
-    latest_compact: str | None
-    latest_batch: int | None
 
 
 def sink_guards(policy: TablePolicy, state: TableState) -> SinkGuardFields:

@@ -1,0 +1,111 @@
+"""Typed data, not dict bags: in formats/, tasks/ and planning/ an annotation of ``dict[str, Any]`` or
+``Mapping[str, Any]`` is allowed only where JSON is (de)serialised: the Delta log's and the sink log's own
+JSON actions as read, a ``to_dict``/``from_dict`` and the plan file's JSON. Each such place is listed below
+with why; a new one fails this test until it is typed or listed, and a listed place that is gone fails it too
+(the list stays exact)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "compactor"
+LAYERS = ("formats", "tasks", "planning")
+UNTYPED = ("dict[str, Any]", "Mapping[str, Any]")
+
+DELTA_ACTION = "a Delta log action (add/remove/commitInfo/metaData/protocol) as JSON read from the log"
+SINK_ENTRY = "a sink log entry as JSON read from _spark_metadata"
+TO_JSON = "serialisation to JSON"
+FROM_JSON = "deserialisation from JSON"
+
+#: module:qualified.name -> why it is JSON-shaped
+ALLOWED: dict[str, str] = {
+    "formats/base:RepairOutcome.to_dict.return": TO_JSON,
+    "formats/delta/detection:_stats_rows.action": DELTA_ACTION,
+    "formats/delta/duplicates:Lineage.last_add": DELTA_ACTION,
+    "formats/delta/duplicates:Lineage.last_remove": DELTA_ACTION,
+    "formats/delta/duplicates:Lineage.live": DELTA_ACTION,
+    "formats/delta/duplicates:analyse.last_add": DELTA_ACTION,
+    "formats/delta/duplicates:analyse.last_remove": DELTA_ACTION,
+    "formats/delta/duplicates:analyse.live": DELTA_ACTION,
+    "formats/delta/log:Commit.adds": DELTA_ACTION,
+    "formats/delta/log:Commit.info": DELTA_ACTION,
+    "formats/delta/log:Commit.metadata_action": DELTA_ACTION,
+    "formats/delta/log:Commit.protocol_action": DELTA_ACTION,
+    "formats/delta/log:Commit.removes": DELTA_ACTION,
+    "formats/delta/native:_member_outcome.ours.entry": DELTA_ACTION,
+    "formats/delta/repair:RepairResult.to_dict.return": TO_JSON,
+    "formats/delta/settle:num_records.action": DELTA_ACTION,
+    "formats/file_sink/log:MetadataLog.read_entries.return": SINK_ENTRY,
+    "formats/file_sink/log:parse_entries.return": SINK_ENTRY,
+    "formats/file_sink/log:read_entries.return": SINK_ENTRY,
+    "formats/file_sink/run:_write_journal.journal": TO_JSON,
+    "formats/file_sink/settings:WriterSettings.to_dict.return": TO_JSON,
+    "formats/file_sink/state:read_ledger.return": FROM_JSON + ": compactor's ledger of replaced sink files",
+    "formats/file_sink/state:read_swaps.return": FROM_JSON + ": compactor's record of the manifests it swapped",
+    "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
+    "planning/actions:RewriteAction.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
+    "planning/actions:action_from_dict.d": FROM_JSON,
+    "planning/actions:action_to_dict.return": TO_JSON,
+    "planning/partitions:_build_actions.typed": "the keyword arguments of the planned action's constructor (its type-specific fields)",
+    "planning/plan:Plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
+    "planning/plan:Plan.target": TO_JSON + ": Target.redacted(), the target as the plan file records it",
+    "planning/plan:digest_pieces.data": FROM_JSON + ": the plan file's content, digested as written",
+    "planning/plan:plan_digest.data": FROM_JSON + ": the plan file's content, digested as written",
+    "planning/plan:plan_from_dict.d": FROM_JSON,
+    "planning/plan:plan_to_dict.return": TO_JSON,
+    "tasks/inspect:_data_report.policy": "(typed by the inspect change)",
+    "tasks/inspect:_recommend.policy": "(typed by the inspect change)",
+    "tasks/inspect:inspect_path.policy": "(typed by the inspect change)",
+    "tasks/plan:build_plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
+    "tasks/plan_file:_write_compact_json.data": TO_JSON,
+    "tasks/repair:RepairReport.to_dict.return": TO_JSON,
+    "tasks/repair:TableRepair.result": TO_JSON + ": the format's RepairOutcome.to_dict(), as `repair --format json` prints it",
+    "tasks/repair:TableRepair.to_dict.return": TO_JSON,
+    "tasks/report:_part_label.values": "(typed by the report change)",
+}
+
+
+def untyped_places() -> set[str]:
+    found: set[str] = set()
+    for layer in LAYERS:
+        for f in sorted((PACKAGE / layer).rglob("*.py")):
+            module = f.relative_to(PACKAGE).with_suffix("").as_posix()
+            found |= _scan(ast.parse(f.read_text(encoding="utf-8")), module, [])
+    return found
+
+
+def _scan(node: ast.AST, module: str, scope: list[str]) -> set[str]:
+    out: set[str] = set()
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            named = [(a.arg, a.annotation) for a in child.args.posonlyargs + child.args.args + child.args.kwonlyargs]
+            named += [("return", child.returns)]
+            out |= {f"{module}:{'.'.join([*scope, child.name, n])}" for n, a in named if _untyped(a)}
+            out |= _scan(child, module, [*scope, child.name])
+        elif isinstance(child, ast.ClassDef):
+            out |= _scan(child, module, [*scope, child.name])
+        elif isinstance(child, ast.AnnAssign):
+            if _untyped(child.annotation):
+                out.add(f"{module}:{'.'.join([*scope, ast.unparse(child.target)])}")
+        else:
+            out |= _scan(child, module, scope)
+    return out
+
+
+def _untyped(annotation: ast.expr | None) -> bool:
+    return annotation is not None and any(u in ast.unparse(annotation) for u in UNTYPED)
+
+
+def test_dict_bags_only_where_json_is_read_or_written() -> None:
+    found = untyped_places()
+    new = sorted(found - ALLOWED.keys())
+    assert not new, f"type these (a dataclass, a TypedDict) or list them in ALLOWED with why: {new}"
+    gone = sorted(ALLOWED.keys() - found)
+    assert not gone, f"these are typed now: remove them from ALLOWED: {gone}"
+
+
+def test_the_scan_sees_arguments_returns_and_fields(tmp_path: Path) -> None:
+    tree = ast.parse("class A:\n    x: dict[str, Any]\n    def f(self, y: Mapping[str, Any]) -> dict[str, Any]:\n"
+                     "        z: dict[str, Any] = {}\n")
+    assert _scan(tree, "m", []) == {"m:A.x", "m:A.f.y", "m:A.f.return", "m:A.f.z"}
