@@ -18,7 +18,7 @@ import yaml
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
 from compactor.project.model import ProjectOptions
-from compactor.runtime.storage import install_log_redaction, redact
+from compactor.runtime.secrets import install_log_redaction, redact
 
 
 def _parse_vars(text: str | None) -> dict[str, Any]:

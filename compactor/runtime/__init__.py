@@ -1,2 +1,2 @@
-"""Runtime services shared by every table format: storage (local disk and object stores), the table
-lease, and (to come) the crash journal."""
+"""Runtime services shared by every table format: storage (local disk and object stores), the redaction
+of storage option values (secrets), the table lease and the crash journal."""

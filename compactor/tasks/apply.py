@@ -38,7 +38,7 @@ from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
-from compactor.runtime.storage import redact, register_secrets
+from compactor.runtime.secrets import redact, register_secrets
 from compactor.tasks.table_run import Engines, TableRun, apply_table
 from compactor.tasks.watch import TableWatch
 

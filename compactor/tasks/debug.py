@@ -21,7 +21,8 @@ class Check:
 def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Iterator[Check]:
     from compactor.errors import CompactorError
     from compactor.project.compile import compile_project
-    from compactor.runtime.storage import redact, register_secrets, storage_for
+    from compactor.runtime.secrets import redact, register_secrets
+    from compactor.runtime.storage import storage_for
     from compactor.tasks.plan import expand_policies
 
     try:

@@ -25,7 +25,8 @@ from compactor.models.inspect import (
     PartitionHealth,
 )
 from compactor.models.state import TableState
-from compactor.runtime.storage import register_secrets, storage_for
+from compactor.runtime.secrets import register_secrets
+from compactor.runtime.storage import storage_for
 
 
 def _histogram(sizes: pa.Array) -> dict[str, int]:

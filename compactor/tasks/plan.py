@@ -22,7 +22,7 @@ from compactor.planning.plan import Plan, Skip, SkipReason, TablePlan, compute_t
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.paths import is_uri
-from compactor.runtime.storage import redact, redact_error, register_secrets
+from compactor.runtime.secrets import redact, redact_error, register_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.project.compile import CompiledProject

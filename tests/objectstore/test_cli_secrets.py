@@ -134,7 +134,7 @@ def test_log_lines_and_errors_are_redacted():
     import logging
 
     from compactor.errors import TableReadError
-    from compactor.runtime.storage import RedactingFilter, error_text, redact_error, register_secrets
+    from compactor.runtime.secrets import RedactingFilter, error_text, redact_error, register_secrets
 
     secret = f"key-{uuid.uuid4().hex}"
     register_secrets({"AZURE_STORAGE_ACCOUNT_KEY": secret, "AZURE_ALLOW_HTTP": "true", "max_retries": "3"})

@@ -30,7 +30,7 @@ from compactor.errors import TableReadError
 from compactor.formats.delta.facts import DeltaFacts
 from compactor.models.state import Protocol, TableState
 from compactor.runtime.paths import is_remote, local_path
-from compactor.runtime.storage import error_text, redact, register_secrets
+from compactor.runtime.secrets import error_text, redact, register_secrets
 
 log = logging.getLogger(__name__)
 
