@@ -8,6 +8,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.results import ActionDetails
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
@@ -128,6 +129,13 @@ class TableFormat(Protocol):
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""
+
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        """What `compactor inspect` reports beside the files of the table at ``uri`` (as the user named it;
+        ``state``: read without a policy): its logs' health, rows live twice, warnings, recommendations.
+        ``settings``: the managing policy's (None: no policy); ``horizon``: how many of the newest commits
+        to scan for duplicate rewrites (the format's default when None)."""
 
 
 class RepairOutcome(Protocol):

@@ -15,6 +15,45 @@ BYTES_PER_ENTRY = 600
 
 
 @dataclass(frozen=True)
+class SinkLogSettings:
+    """A file-sink policy's log settings (its ``sink:`` block) that inspect compares the logs against."""
+
+    compact_interval: int | None = None
+    min_batches_to_retain: int | None = None
+    #: seconds (the sink writeStream option ``retention``)
+    retention: int | None = None
+
+
+@dataclass(frozen=True)
+class InspectSettings:
+    """The settings of the policy that manages the table, that inspect compares against; the default:
+    no policy (nothing to compare)."""
+
+    min_file_size: int | None = None
+    #: a file-sink policy's log settings (None: not a sink policy)
+    sink: SinkLogSettings | None = None
+
+    @property
+    def compact_interval(self) -> int | None:
+        return self.sink.compact_interval if self.sink is not None else None
+
+    @property
+    def min_batches_to_retain(self) -> int | None:
+        return self.sink.min_batches_to_retain if self.sink is not None else None
+
+    @property
+    def retention(self) -> int | None:
+        return self.sink.retention if self.sink is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Only the settings the policy has (a sink policy: its log settings, even unset)."""
+        out: dict[str, Any] = {} if self.min_file_size is None else {"min_file_size": self.min_file_size}
+        if self.sink is not None:
+            out.update(asdict(self.sink))
+        return out
+
+
+@dataclass(frozen=True)
 class PartitionHealth:
     partition: str
     files: int
@@ -47,7 +86,7 @@ class InspectReport:
     small_files: int = 0
     partitions: tuple[PartitionHealth, ...] = ()
     logs: tuple[LogHealth, ...] = ()
-    policy: dict[str, Any] = field(default_factory=dict)
+    policy: InspectSettings = field(default_factory=InspectSettings)
     recommendations: tuple[str, ...] = ()
     #: Delta: duplicate rewrites in the log window (open ones need `compactor repair`; repaired ones are
     #: history), the window scanned, and warnings (auto compaction racing compactor)
@@ -65,7 +104,18 @@ class InspectReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["policy"] = self.policy.to_dict()
         d["small_file_share"] = round(self.small_file_share, 4)
         return d
 
 
+@dataclass(frozen=True)
+class InspectFindings:
+    """What a table's format adds to its inspect report beside the files (``TableFormat.inspect``): the
+    health of its logs, rows live twice, warnings, and recommendations (after the generic ones)."""
+
+    logs: tuple[LogHealth, ...] = ()
+    duplicates: tuple[dict[str, Any], ...] = ()
+    log_window: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    recommendations: tuple[str, ...] = ()

@@ -31,7 +31,7 @@ def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
                   f"  batches: latest {lh.latest_batch}, {lh.log_files} log file(s), {lh.retained_batch_files} plain "
                   f"batch file(s) retained",
                   f"  compact interval (derived): {lh.compact_interval}"
-                  + (f" (policy: {r.policy['compact_interval']})" if r.policy.get("compact_interval") else ""),
+                  + (f" (policy: {r.policy.compact_interval})" if r.policy.compact_interval else ""),
                   f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
                   f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
     if r.log_window:  # a log that can hold duplicate rewrites was scanned

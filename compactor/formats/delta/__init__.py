@@ -7,8 +7,16 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from compactor.formats.base import ActionContext, ActionOutcome, RepairOutcome, RepairsDuplicates, TableSession
+from compactor.formats.base import (
+    ActionContext,
+    ActionOutcome,
+    RepairOutcome,
+    RepairsDuplicates,
+    TableFormat,
+    TableSession,
+)
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
+from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
@@ -129,5 +137,11 @@ class DeltaFormat:
             return replace(state, properties={**state.properties, **action.properties})
         return state
 
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        from compactor.formats.delta.inspection import inspect_delta
 
-FORMAT = DeltaFormat()
+        return inspect_delta(state, storage_options, policy_given=settings is not None, horizon=horizon)
+
+
+FORMAT: TableFormat = DeltaFormat()  # mypy checks the class against the interface

@@ -8,7 +8,15 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from compactor.errors import ApplyError
-from compactor.formats.base import ActionContext, ActionOutcome, NoSession, RepairsDuplicates, TableSession
+from compactor.formats.base import (
+    ActionContext,
+    ActionOutcome,
+    NoSession,
+    RepairsDuplicates,
+    TableFormat,
+    TableSession,
+)
+from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -63,5 +71,11 @@ class FileSinkFormat:
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state
 
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        from compactor.formats.file_sink.inspection import inspect_sink
 
-FORMAT = FileSinkFormat()
+        return inspect_sink(uri, state, storage_options, settings or InspectSettings())
+
+
+FORMAT: TableFormat = FileSinkFormat()  # mypy checks the class against the interface
