@@ -19,6 +19,7 @@ PLAN_KEY_ENV = KEY_ENV
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.models.inspect import InspectReport
+    from compactor.models.report import TableReport
     from compactor.models.results import RunResults
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
@@ -121,6 +122,16 @@ def inspect(path: str, *, storage_options: Mapping[str, str] | None = None, opti
         return inspect_path(path, storage_options=storage_options, horizon=horizon)
     return inspect_in_project(options or ProjectOptions(), path, table=table, horizon=horizon,
                               storage_options=storage_options)
+
+
+def report(options: ProjectOptions = ProjectOptions(), *, plan: Plan | None = None,
+           compiled: CompiledProject | None = None) -> list[TableReport]:
+    """What `compactor report` draws for each selected table (output/report/html.py renders the page):
+    ``plan``: the plan to highlight (a saved one; default: plan now). The project is compiled once (or
+    ``compiled`` is used) and each table's state is read once."""
+    from compactor.tasks.report import collect_report
+
+    return collect_report(options, plan=plan, compiled=compiled)
 
 
 def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:

@@ -17,6 +17,7 @@ from compactor.formats.base import (
 )
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
@@ -137,11 +138,19 @@ class DeltaFormat:
             return replace(state, properties={**state.properties, **action.properties})
         return state
 
+    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+        from compactor.formats.delta.state import read_delta_state
+
+        return read_delta_state(uri, storage_options, version=version)
+
     def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.delta.inspection import inspect_delta
 
         return inspect_delta(state, storage_options, policy_given=settings is not None, horizon=horizon)
+
+    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+        return LogGrowth()  # the report draws no Delta log
 
 
 FORMAT: TableFormat = DeltaFormat()  # mypy checks the class against the interface

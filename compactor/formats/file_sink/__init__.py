@@ -17,6 +17,7 @@ from compactor.formats.base import (
     TableSession,
 )
 from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -71,11 +72,19 @@ class FileSinkFormat:
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state
 
+    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+        return None  # compactor reads no earlier version of a sink's output
+
     def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.file_sink.inspection import inspect_sink
 
         return inspect_sink(uri, state, storage_options, settings or InspectSettings())
+
+    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+        from compactor.formats.file_sink.inspection import log_growth
+
+        return log_growth(uri, storage_options, policy.sink.checkpoint if policy.sink is not None else None)
 
 
 FORMAT: TableFormat = FileSinkFormat()  # mypy checks the class against the interface

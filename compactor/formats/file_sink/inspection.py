@@ -1,7 +1,9 @@
 """`compactor inspect` of a file-sink output: the health of its ``_spark_metadata`` log (manifest growth,
 derived compact interval, retained batch files, the driver memory a manifest needs), compared with the
 policy's log settings, and the 'delete' entries Spark ignores. Streaming checkpoints' logs are the same
-log format (formats/checkpoint.py reads them with ``log_health`` and ``log_recommendations``)."""
+log format (formats/checkpoint.py reads them with ``log_health`` and ``log_recommendations``).
+
+For `compactor report`: the growth of those logs, file by file (``log_growth``)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from typing import Any
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.state import METADATA_DIR, sink_facts
 from compactor.models.inspect import BYTES_PER_ENTRY, InspectFindings, InspectSettings, LogHealth
+from compactor.models.report import LogGrowth, LogPoint
 from compactor.models.state import TableState
+from compactor.runtime.storage import StorageError, storage_for
 
 
 def log_health(directory: Path | str, entries: int, storage_options: Mapping[str, Any] | None = None) -> LogHealth:
@@ -66,3 +70,33 @@ def inspect_sink(uri: str, state: TableState, storage_options: Mapping[str, str]
                     "and lists those files again")
     return InspectFindings(logs=(lh,), recommendations=tuple(recs))
 
+
+def _log_points(directory: str, storage_options: Mapping[str, Any] | None) -> list[LogPoint]:
+    """(batch, bytes, entries, is_compact) for each file of a Spark metadata log."""
+    try:
+        log = list_log(directory, storage_options)
+    except Exception:  # noqa: BLE001 - a missing or broken log is just not drawn
+        return []
+    out = []
+    for f in sorted(log.files, key=lambda f: f.batch):
+        try:
+            n = len(log.read_entries(f))
+        except Exception:  # noqa: BLE001
+            n = 0
+        out.append(LogPoint(f.batch, f.size, n, f.compact))
+    return out
+
+
+def log_growth(uri: str, storage_options: Mapping[str, str], checkpoint: str | None) -> LogGrowth:
+    """The sink's manifest log file by file, and (``checkpoint`` given) each file source's log of its query."""
+    manifest = _log_points(f"{uri.rstrip('/')}/{METADATA_DIR}", storage_options)
+    sources: dict[str, list[LogPoint]] = {}
+    if checkpoint:
+        cp = checkpoint.rstrip("/")
+        try:
+            dirs = storage_for(cp, storage_options).list_dir("sources")[1]
+        except StorageError:
+            dirs = []
+        for d in dirs:
+            sources[d.rsplit("/", 1)[-1]] = _log_points(f"{cp}/{d}", storage_options)
+    return LogGrowth(manifest, sources)
