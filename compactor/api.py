@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.models.inspect import InspectReport
     from compactor.models.report import TableReport
     from compactor.models.results import RunResults
+    from compactor.models.writer import WriterSettings
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
@@ -132,6 +133,15 @@ def report(options: ProjectOptions = ProjectOptions(), *, plan: Plan | None = No
     from compactor.tasks.report import collect_report
 
     return collect_report(options, plan=plan, compiled=compiled)
+
+
+def writer_settings(options: ProjectOptions = ProjectOptions(), *,
+                    compiled: CompiledProject | None = None) -> list[WriterSettings]:
+    """`compactor compile`: per selected policy that asks something of its table's writer (streaming file
+    sinks), the Spark settings and readStream/writeStream options the writer should use."""
+    from compactor.tasks.writer import writer_settings as _settings
+
+    return _settings(compiled or compile_project(options))
 
 
 def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:

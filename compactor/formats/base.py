@@ -12,6 +12,7 @@ from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.results import ActionDetails
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -144,6 +145,10 @@ class TableFormat(Protocol):
 
     def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
         """The table's metadata logs file by file, for the report's charts (empty: nothing to draw)."""
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        """What the table's writer should be configured with under ``policy`` (`compactor compile`); None
+        when the policy asks nothing of its writer."""
 
 
 class RepairOutcome(Protocol):

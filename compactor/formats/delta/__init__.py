@@ -19,6 +19,7 @@ from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -151,6 +152,9 @@ class DeltaFormat:
 
     def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
         return LogGrowth()  # the report draws no Delta log
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        return None  # a Delta writer needs no setting of compactor's
 
 
 FORMAT: TableFormat = DeltaFormat()  # mypy checks the class against the interface

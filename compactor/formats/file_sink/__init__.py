@@ -19,6 +19,7 @@ from compactor.formats.base import (
 from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -85,6 +86,11 @@ class FileSinkFormat:
         from compactor.formats.file_sink.inspection import log_growth
 
         return log_growth(uri, storage_options, policy.sink.checkpoint if policy.sink is not None else None)
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        from compactor.formats.file_sink.settings import writer_settings
+
+        return writer_settings(policy)
 
 
 FORMAT: TableFormat = FileSinkFormat()  # mypy checks the class against the interface
