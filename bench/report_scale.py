@@ -22,7 +22,8 @@ import sys, time, resource
 from pathlib import Path
 t0 = time.perf_counter()
 from compactor.api import ProjectOptions
-from compactor.tasks.report import build_report, collect_report
+from compactor.output.report.html import build_report
+from compactor.tasks.report import collect_report
 tables = collect_report(ProjectOptions(project_dir=Path(sys.argv[1])))
 page = build_report(tables)
 Path(sys.argv[2]).write_text(page)

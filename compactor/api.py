@@ -18,7 +18,10 @@ from compactor.tasks.plan_file import KEY_ENV
 PLAN_KEY_ENV = KEY_ENV
 
 if TYPE_CHECKING:  # pragma: no cover
+    from compactor.models.inspect import InspectReport
+    from compactor.models.report import TableReport
     from compactor.models.results import RunResults
+    from compactor.models.writer import WriterSettings
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
@@ -106,26 +109,47 @@ def repair(
     return repair_project(options, dry_run=dry_run, horizon=horizon, approved=approved)
 
 
-def inspect(path: str, *, storage_options: Mapping[str, str] | None = None) -> Any:
-    """Health report of a Delta table, a file-sink output or a streaming checkpoint."""
-    from compactor.tasks.inspect import inspect_path
+def inspect(path: str, *, storage_options: Mapping[str, str] | None = None, options: ProjectOptions | None = None,
+            table: str | None = None, horizon: int | None = None) -> InspectReport:
+    """Health report of a table (a Delta table, a file-sink output) or a streaming checkpoint at ``path``.
+    In a project (``options``, or ``table``): ``path`` may be a table's name, and ``table`` (or that name)
+    compares the table against its policy, reporting what the planner would do ("-" as ``path``: the
+    policy's path); an object-store path is read with the target's storage options unless
+    ``storage_options`` are given. ``horizon``: how many of the newest Delta commits to scan for
+    duplicate rewrites."""
+    from compactor.tasks.inspect import inspect_in_project, inspect_path
 
-    return inspect_path(path, storage_options=storage_options)
+    if options is None and table is None:
+        return inspect_path(path, storage_options=storage_options, horizon=horizon)
+    return inspect_in_project(options or ProjectOptions(), path, table=table, horizon=horizon,
+                              storage_options=storage_options)
+
+
+def report(options: ProjectOptions = ProjectOptions(), *, plan: Plan | None = None,
+           compiled: CompiledProject | None = None) -> list[TableReport]:
+    """What `compactor report` draws for each selected table (output/report/html.py renders the page):
+    ``plan``: the plan to highlight (a saved one; default: plan now). The project is compiled once (or
+    ``compiled`` is used) and each table's state is read once."""
+    from compactor.tasks.report import collect_report
+
+    return collect_report(options, plan=plan, compiled=compiled)
+
+
+def writer_settings(options: ProjectOptions = ProjectOptions(), *,
+                    compiled: CompiledProject | None = None) -> list[WriterSettings]:
+    """`compactor compile`: per selected policy that asks something of its table's writer (streaming file
+    sinks), the Spark settings and readStream/writeStream options the writer should use."""
+    from compactor.tasks.writer import writer_settings as _settings
+
+    return _settings(compiled or compile_project(options))
 
 
 def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:
     """The storage options of the selected profile target (for commands that take a bare path: inspect).
     Without a compactor.yml in the project dir: none (delta-rs and the object store read the environment)."""
-    from compactor.errors import PolicyError
-    from compactor.project.loader import PROJECT_FILE, load_project, load_target
+    from compactor.project.loader import target_storage_options as _storage_options
 
-    if not (Path(options.project_dir) / PROJECT_FILE).is_file():
-        return {}
-    project, _ = load_project(Path(options.project_dir), options.vars)
-    target, diags = load_target(project, options.profiles_dir, options.target)
-    if any(d.severity == "error" for d in diags):
-        raise PolicyError("profiles.yml is invalid: run `compactor validate`", diags)
-    return target.storage_options
+    return _storage_options(options)
 
 
 def init(directory: Path) -> list[Path]:

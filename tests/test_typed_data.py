@@ -40,7 +40,6 @@ ALLOWED: dict[str, str] = {
     "formats/file_sink/log:parse_entries.return": SINK_ENTRY,
     "formats/file_sink/log:read_entries.return": SINK_ENTRY,
     "formats/file_sink/run:_write_journal.journal": TO_JSON,
-    "formats/file_sink/settings:WriterSettings.to_dict.return": TO_JSON,
     "formats/file_sink/state:read_ledger.return": FROM_JSON + ": compactor's ledger of replaced sink files",
     "formats/file_sink/state:read_swaps.return": FROM_JSON + ": compactor's record of the manifests it swapped",
     "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
@@ -54,15 +53,11 @@ ALLOWED: dict[str, str] = {
     "planning/plan:plan_digest.data": FROM_JSON + ": the plan file's content, digested as written",
     "planning/plan:plan_from_dict.d": FROM_JSON,
     "planning/plan:plan_to_dict.return": TO_JSON,
-    "tasks/inspect:_data_report.policy": "(typed by the inspect change)",
-    "tasks/inspect:_recommend.policy": "(typed by the inspect change)",
-    "tasks/inspect:inspect_path.policy": "(typed by the inspect change)",
     "tasks/plan:build_plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
     "tasks/plan_file:_write_compact_json.data": TO_JSON,
     "tasks/repair:RepairReport.to_dict.return": TO_JSON,
     "tasks/repair:TableRepair.result": TO_JSON + ": the format's RepairOutcome.to_dict(), as `repair --format json` prints it",
     "tasks/repair:TableRepair.to_dict.return": TO_JSON,
-    "tasks/report:_part_label.values": "(typed by the report change)",
 }
 
 

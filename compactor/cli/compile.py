@@ -26,12 +26,11 @@ from compactor.cli.common import (
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
     sink retention)."""
+    from compactor import api
     from compactor.errors import PolicyError
-    from compactor.formats.file_sink.settings import writer_settings
-    from compactor.project.compile import compile_project
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
-    compiled = compile_project(options)
+    compiled = api.compile_project(options)
     errors = [d for d in compiled.diagnostics if getattr(d, "severity", "error") == "error"]
     if errors:
         for d in errors:
@@ -39,7 +38,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
         raise PolicyError(f"{len(errors)} policy error(s): run `compactor validate`")
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
-    settings = [writer_settings(p) for p in compiled.policies if p.format == "spark_file_sink"]
+    settings = api.writer_settings(options, compiled=compiled)
     if fmt == "json":
         echo_json({"streaming_policies": [s.to_dict() for s in settings]})
         return exit_codes.OK

@@ -33,21 +33,19 @@ from compactor.cli.common import (
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, fail_on_empty,
             debug) -> int:
     """Charts of file sizes, small-file share per partition and history, for people and PRs."""
+    from compactor import api
+    from compactor.output.report.html import build_report
     from compactor.output.report.png import write_pngs
-    from compactor.project.compile import compile_project
-    from compactor.tasks.plan_file import load_plan
-    from compactor.tasks.report import build_report, collect_report
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
-    compiled = compile_project(options)
+    compiled = api.compile_project(options)
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     target_dir = compiled.project.target_dir
     if fmt == "html":
         out = prepare_output(out or target_dir / "report.html", "--out")
-    plan = load_plan(plan_file) if plan_file else None
-    tables = collect_report(options, plan=plan)
-    page = build_report(tables)
+    plan = api.load_plan(plan_file) if plan_file else None
+    page = build_report(api.report(options, plan=plan, compiled=compiled))
     if fmt == "html":
         out.write_text(page, encoding="utf-8")
         click.echo(f"report written to {out}")

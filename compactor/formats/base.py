@@ -8,8 +8,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.models.report import LogGrowth
 from compactor.models.results import ActionOutcome
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -111,6 +114,24 @@ class TableFormat(Protocol):
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""
+
+    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+        """The table as of an earlier ``version`` (the report's history); None for a format that keeps no
+        earlier versions. Raises when that version cannot be read (e.g. vacuumed)."""
+
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        """What `compactor inspect` reports beside the files of the table at ``uri`` (as the user named it;
+        ``state``: read without a policy): its logs' health, rows live twice, warnings, recommendations.
+        ``settings``: the managing policy's (None: no policy); ``horizon``: how many of the newest commits
+        to scan for duplicate rewrites (the format's default when None)."""
+
+    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+        """The table's metadata logs file by file, for the report's charts (empty: nothing to draw)."""
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        """What the table's writer should be configured with under ``policy`` (`compactor compile`); None
+        when the policy asks nothing of its writer."""
 
 
 class RepairOutcome(Protocol):

@@ -1,5 +1,6 @@
 """Find Delta tables (dirs with _delta_log) and file-sink outputs (dirs with _spark_metadata) under a root:
-a local directory or an object-store prefix (listed folder by folder, one delimiter listing each)."""
+a local directory or an object-store prefix (listed folder by folder, one delimiter listing each); and
+the format of the table at one path (``format_at``)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,27 @@ import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compactor.errors import TableReadError
-from compactor.models.formats import DEFAULT_FORMAT, format_spec
+from compactor.formats import get_format
+from compactor.models.formats import DEFAULT_FORMAT, FORMATS, format_spec
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import storage_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.formats.base import TableFormat
 
 #: an object-store walk stops after listing this many folders (a prefix holding a whole data lake)
 MAX_REMOTE_FOLDERS = 100_000
 
+
+def format_at(path: str, storage_options: Mapping[str, str] | None = None) -> TableFormat | None:
+    """The format of the table at ``path`` (a local path or an object-store URI): the first registered
+    format whose marker folder (``_delta_log``, ``_spark_metadata``) is directly under it; None: no table."""
+    st = storage_for(path, storage_options)
+    spec = next((f for f in FORMATS if st.is_dir(f.marker)), None)
+    return None if spec is None else get_format(spec.name)
 
 
 def discover_tables(root: str, include: Sequence[str] = ("**",), exclude: Sequence[str] = (),

@@ -31,18 +31,18 @@ def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
                   f"  batches: latest {lh.latest_batch}, {lh.log_files} log file(s), {lh.retained_batch_files} plain "
                   f"batch file(s) retained",
                   f"  compact interval (derived): {lh.compact_interval}"
-                  + (f" (policy: {r.policy['compact_interval']})" if r.policy.get("compact_interval") else ""),
+                  + (f" (policy: {r.policy.compact_interval})" if r.policy.compact_interval else ""),
                   f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
                   f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
-    if r.log_window:  # a log that can hold duplicate rewrites was scanned
+    if r.log_window is not None:  # a log that can hold duplicate rewrites was scanned
         w = r.log_window
-        lines.append(f"\nduplicate rewrites (versions {w.get('first_version')}..{w.get('last_version')} scanned): "
+        lines.append(f"\nduplicate rewrites (versions {w.first_version}..{w.last_version} scanned): "
                      f"{len(r.open_duplicates)} open, {len(r.duplicates) - len(r.open_duplicates)} repaired or void")
         for d in r.duplicates:
-            rows = "?" if d.get("rows") is None else f"{d['rows']:,}"
-            state = d["status"] + (f" by version {d['repaired_by']}" if d.get("repaired_by") is not None else "")
-            lines.append(f"  version {d['later_version']} rewrote {len(d['files'])} file(s) already rewritten by "
-                         f"version(s) {', '.join(map(str, d['earlier_versions']))}: {rows} rows twice [{state}]")
+            rows = "?" if d.rows is None else f"{d.rows:,}"
+            state = d.status + (f" by version {d.repaired_by}" if d.repaired_by is not None else "")
+            lines.append(f"  version {d.later_version} rewrote {len(d.files)} file(s) already rewritten by "
+                         f"version(s) {', '.join(map(str, d.earlier_versions))}: {rows} rows twice [{state}]")
     if r.warnings:
         lines.append("\nWARNINGS:")
         lines += [f"  ! {x}" for x in r.warnings]

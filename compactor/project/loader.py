@@ -7,12 +7,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from compactor.errors import ProjectError, UsageError
+from compactor.errors import PolicyError, ProjectError, UsageError
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import YamlProblem, load_yaml
-from compactor.project.model import Project, SparkSettings, Target
+from compactor.project.model import Project, ProjectOptions, SparkSettings, Target
 
 PROJECT_FILE = "compactor.yml"
 PROFILES_FILE = "profiles.yml"
@@ -112,6 +112,18 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
         **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),
     ), diags
+
+
+def target_storage_options(options: ProjectOptions) -> Mapping[str, str]:
+    """The storage options of the selected profile target (for commands that take a bare path: inspect).
+    Without a compactor.yml in the project dir: none (delta-rs and the object store read the environment)."""
+    if not (Path(options.project_dir) / PROJECT_FILE).is_file():
+        return {}
+    project, _ = load_project(Path(options.project_dir), options.vars)
+    target, diags = load_target(project, options.profiles_dir, options.target)
+    if any(d.severity == "error" for d in diags):
+        raise PolicyError("profiles.yml is invalid: run `compactor validate`", diags)
+    return target.storage_options
 
 
 def _progress_settings(out: dict[str, Any], where: str) -> dict[str, Any]:

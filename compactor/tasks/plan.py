@@ -10,7 +10,7 @@ import datetime as dt
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,16 +113,22 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
         return TableReadError(redact(f"{policy.name}: {type(e).__name__}: {e}"))
 
 
-def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
-                 progress: Callable[[str, int, int], None] | None = None, sign_key: bytes | None = None,
-                 compiled: CompiledProject | None = None) -> Plan:
-    """``compiled``: the project as the command already compiled it (a command compiles once)."""
-    from compactor.project.compile import compile_project
-    from compactor.tasks.plan_file import write_plan
+@dataclass(frozen=True)
+class ProjectStates:
+    """The selected tables as one read found them: the policies with their discover entries expanded, and
+    each table's state (or why it could not be read), keyed by policy name. A command that both plans and
+    shows the tables (report) reads them once."""
 
-    compiled = compiled or compile_project(options)
+    policies: list[TablePolicy]
+    states: dict[str, TableState | Exception]
+    #: the discover entries that failed (their policy kept unexpanded; the error is also its state)
+    discover_errors: dict[str, Exception] = field(default_factory=dict)
+
+
+def read_project(compiled: CompiledProject, *,
+                 progress: Callable[[str, int, int], None] | None = None) -> ProjectStates:
+    """Expand the selected policies and read every enabled table's state (in parallel)."""
     register_secrets(compiled.target.storage_options)  # no option value in any error from here on
-    now = now or dt.datetime.now(dt.UTC)
     discover_errors: dict[str, Exception] = {}
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
                                discover_errors)
@@ -137,7 +143,21 @@ def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out
     for p in policies:
         if not p.enabled:
             states[p.name] = _disabled_state(p)
-    plan = build_plan(policies, states, now=now, target=compiled.target, project_name=compiled.project.name,
+    return ProjectStates(policies, states, discover_errors)
+
+
+def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,
+                 progress: Callable[[str, int, int], None] | None = None, sign_key: bytes | None = None,
+                 compiled: CompiledProject | None = None, read: ProjectStates | None = None) -> Plan:
+    """``compiled``: the project as the command already compiled it (a command compiles once); ``read``:
+    its tables as the command already read them (``read_project``)."""
+    from compactor.project.compile import compile_project
+    from compactor.tasks.plan_file import write_plan
+
+    compiled = compiled or compile_project(options)
+    now = now or dt.datetime.now(dt.UTC)
+    read = read or read_project(compiled, progress=progress)
+    plan = build_plan(read.policies, read.states, now=now, target=compiled.target, project_name=compiled.project.name,
                       invocation={"select": list(options.select), "exclude": list(options.exclude),
                                   "vars": {k: v for k, v in options.vars.items()}, "target": compiled.target.name})
     if out is not None:

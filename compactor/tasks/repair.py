@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactor import __version__
-from compactor.errors import CompactorError, VerificationError
+from compactor.errors import CompactorError, UsageError, VerificationError
 from compactor.formats import get_format
+from compactor.formats.discover import format_at
+from compactor.models.formats import DEFAULT_FORMAT
 from compactor.project.model import ProjectOptions
 
 log = logging.getLogger(__name__)
-
 
 
 def _metadata(run_id: str, table: str) -> dict[str, str]:
@@ -106,13 +107,24 @@ def _approved(approved: RepairReport | None, name: str) -> tuple[bool, object | 
 
 def repair_path(path: str, storage_options: Mapping[str, str] | None = None, *, dry_run: bool = False,
                 horizon: int | None = None, approved: RepairReport | None = None) -> RepairReport:
-    """``compactor repair PATH``: one Delta table, no project needed. ``approved``: the dry run the user
-    approved; only the repairs it showed are committed, and only when derived again identically."""
+    """``compactor repair PATH``: one table, no project needed. ``approved``: the dry run the user
+    approved; only the repairs it showed are committed, and only when derived again identically. Raises
+    UsageError for a table whose format cannot hold duplicate rewrites (a file-sink output); a path that
+    holds no table is read as the default format's (its error is the table's)."""
+    so = storage_options or {}
+    try:
+        fmt = format_at(path, so)
+    except CompactorError:  # the store cannot be listed: reading the table reports why, as the table's error
+        fmt = None
+    fmt = fmt or get_format(DEFAULT_FORMAT)
+    if fmt.duplicates is None:
+        raise UsageError(f"{path} is a {fmt.name} table: its log cannot hold duplicate rewrites, so there is "
+                         "nothing to repair")
     run_id = _run_id()
     report = RepairReport(run_id, dry_run)
     run, expected = _approved(approved, path)
     if run:
-        report.tables.append(repair_table(path, path, "delta", storage_options or {}, run_id=run_id,
+        report.tables.append(repair_table(path, path, fmt.name, so, run_id=run_id,
                                           dry_run=dry_run, horizon=horizon, expected=expected))
     return report
 

@@ -1,111 +1,53 @@
-"""Collect report data (table states now and before the last apply, the plan, run history) and render
-one self-contained HTML page."""
+"""Collect what `compactor report` draws: each selected table's files now and before the last apply, its
+partitions, the plan's promise, the apply runs that touched it and the growth of its metadata logs. The
+page itself is output/report/html.py."""
 
 from __future__ import annotations
 
-import datetime as dt
-import html
-import json
-import math
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from compactor.output.report.style import CSS
-from compactor.output.report.svg import bar_chart, fmt_bytes, fmt_percent
+from compactor.formats import get_format
+from compactor.models.report import RunPoint, TableReport
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.project.model import ProjectOptions
-from compactor.units import format_size
 
 if TYPE_CHECKING:  # pragma: no cover
+    from compactor.formats.base import TableFormat
+    from compactor.models.results import RunResults
+    from compactor.models.state import TableState
     from compactor.planning.plan import Plan
+    from compactor.policy.model import TablePolicy
+    from compactor.project.compile import CompiledProject
 
-BLUE, GREY, ORANGE, GREEN = "#3b6fd6", "#9aa4b2", "#e8833a", "#2e7d32"
-HALF_W = 640  # charts that share a row: drawn at this width, scaled by CSS
-
-
-@dataclass
-class RunPoint:
-    """One apply run as it touched one table."""
-
-    run_id: str
-    finished_at: str
-    files_removed: int
-    files_added: int
-    bytes_rewritten: int
-    files_after: int | None = None
-    mean_size_after: float | None = None
+__all__ = ["RunPoint", "TableReport", "collect_report"]
 
 
-@dataclass
-class TableReport:
-    name: str
-    format: str
-    path: str
-    target_file_size: int
-    min_file_size: int
-    sizes_now: list[int] = field(default_factory=list)
-    sizes_before: list[int] | None = None
-    #: partition label -> (files, small files, bytes)
-    partitions: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    planned: set[str] = field(default_factory=set)
-    #: what the plan promises: files before -> after, bytes it rewrites
-    plan_files_before: int = 0
-    plan_files_after: int = 0
-    plan_bytes: int = 0
-    #: the apply runs in history that touched the table, oldest first
-    trend: list[RunPoint] = field(default_factory=list)
-    #: sink outputs: per metadata log file (batch, bytes, entries, is_compact), and per checkpoint source
-    manifest: list[tuple[int, int, int, bool]] = field(default_factory=list)
-    checkpoint_sources: dict[str, list[tuple[int, int, int, bool]]] = field(default_factory=dict)
-    error: str | None = None
-
-    @property
-    def benefit(self) -> int:
-        """Files the current plan removes: how the report orders tables."""
-        return max(0, self.plan_files_before - self.plan_files_after)
-
-    def ideal_files(self, label: str) -> int:
-        """The fewest files a partition's bytes fit in at the target size."""
-        return max(1, math.ceil(self.partitions[label][2] / max(1, self.target_file_size)))
-
-    def small_share(self, label: str) -> float:
-        """Share of a partition's files that are small and could be merged: 0 for a partition already at
-        its ideal file count (one 200 KiB file under a 128 MiB target is as compact as it gets)."""
-        files, small, _ = self.partitions[label]
-        return 0.0 if files <= self.ideal_files(label) else small / max(1, files)
-
-    @property
-    def mergeable_small_files(self) -> int:
-        return sum(self.partitions[k][1] for k in self.partitions if self.small_share(k) > 0)
-
-
-def _part_label(values: dict[str, Any]) -> str:
+def _part_label(values: Mapping[str, object]) -> str:
     return "/".join(f"{k}={v}" for k, v in values.items()) or "(table)"
 
 
-def _histogram(sizes: list[int], lo: int, hi: int) -> list[int]:
-    counts = [0] * (hi - lo + 1)
-    for s in sizes:
-        counts[min(hi, max(lo, int(math.log2(max(s, 1))))) - lo] += 1
-    return counts
-
-
-def collect_report(options: ProjectOptions, plan: Plan | None = None, history_runs: int = 20) -> list[TableReport]:
-    from compactor.formats.delta.state import read_delta_state
+def collect_report(options: ProjectOptions, plan: Plan | None = None, history_runs: int = 20, *,
+                   compiled: CompiledProject | None = None) -> list[TableReport]:
+    """The report of every selected, enabled table. ``plan``: the plan to highlight (a saved one; default:
+    plan now, from the same table states the report draws). ``compiled``: the project as the command
+    already compiled it. Each table's current state is read once."""
     from compactor.project.compile import compile_project
     from compactor.tasks.history import load_history
-    from compactor.tasks.plan import expand_policies, plan_project, read_state
+    from compactor.tasks.plan import plan_project, read_project
 
-    compiled = compile_project(options)
-    plan = plan or plan_project(options)
+    compiled = compiled or compile_project(options)
+    read = read_project(compiled)
+    if read.discover_errors:  # a discover root that cannot be listed fails the report, as it always has
+        raise next(iter(read.discover_errors.values()))
+    plan = plan or plan_project(options, compiled=compiled, read=read)
     planned: dict[str, set[str]] = {t.name: {_part_label(dict(a.partition)) for a in t.actions
                                              if a.type in REWRITE_ACTIONS}
                                     for t in plan.tables}
     planned_tables = {t.name: t for t in plan.tables}
     runs = load_history(compiled.project.target_dir, last=history_runs)
     out = []
-    for p in expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options):
+    for p in read.policies:
         if not p.enabled:
             continue
         rep = TableReport(p.name, p.format, p.path or p.name, p.compaction.target_file_size, p.compaction.min_file_size,
@@ -114,278 +56,52 @@ def collect_report(options: ProjectOptions, plan: Plan | None = None, history_ru
         if tp is not None and not tp.error:
             rep.plan_files_before, rep.plan_files_after = tp.files_before, tp.files_after
             rep.plan_bytes = sum(a.input_bytes for a in tp.actions if a.type in REWRITE_ACTIONS)
-        state = read_state(p, compiled.target)
+        state = read.states[p.name]
         if isinstance(state, Exception):
             rep.error = str(state)
-            out.append(rep)
-            continue
-        f = state.files
-        rep.sizes_now = f.column("size_bytes").to_pylist()
-        cols = [f.column(f"partition.{c}").to_pylist() for c in state.partition_columns]
-        for i, size in enumerate(rep.sizes_now):
-            label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
-            files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
-            rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
-        if p.format == "spark_file_sink":
-            so = compiled.target.storage_options
-            rep.manifest = _log_growth(f"{str(p.path).rstrip('/')}/_spark_metadata", so)
-            if p.sink and p.sink.checkpoint:
-                from compactor.runtime.storage import StorageError, storage_for
-
-                cp = p.sink.checkpoint.rstrip("/")
-                try:
-                    sources = storage_for(cp, so).list_dir("sources")[1]
-                except StorageError:
-                    sources = []
-                for d in sources:
-                    rep.checkpoint_sources[d.rsplit("/", 1)[-1]] = _log_growth(f"{cp}/{d}", so)
-        mine = [r for r in runs if any(x.table == p.name for x in r.results)]
-        for r in mine:
-            res = [x for x in r.results if x.table == p.name]
-            after_v = max((x.table_version_after for x in res if x.table_version_after is not None), default=None)
-            files_after = mean_after = None
-            if p.format == "delta" and after_v is not None:
-                try:
-                    s = read_delta_state(p.path or "", compiled.target.storage_options, version=after_v)
-                    files_after = s.file_count
-                    mean_after = s.total_bytes / max(1, s.file_count)
-                except Exception:  # noqa: BLE001 - vacuumed history is simply not drawn
-                    pass
-            rep.trend.append(RunPoint(r.run_id, r.finished_at, sum(x.files_removed for x in res),
-                                      sum(x.files_added for x in res),
-                                      sum(x.bytes_removed for x in res if x.status == "success"), files_after,
-                                      mean_after))
-        if mine and p.format == "delta":
-            res = [x for x in mine[-1].results if x.table == p.name and x.table_version_before is not None]
-            if res:
-                try:
-                    before = read_delta_state(p.path or "", compiled.target.storage_options,
-                                              version=min(x.table_version_before or 0 for x in res))
-                    rep.sizes_before = before.files.column("size_bytes").to_pylist()
-                except Exception:  # noqa: BLE001
-                    rep.sizes_before = None
+        else:
+            _fill(rep, p, state, compiled, [r for r in runs if any(x.table == p.name for x in r.results)])
         out.append(rep)
     return out
 
 
-def _log_growth(directory: Path | str, storage_options: Any = None) -> list[tuple[int, int, int, bool]]:
-    """(batch, bytes, entries, is_compact) for each file of a Spark metadata log."""
-    from compactor.formats.file_sink.log import list_log
+def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: CompiledProject,
+          mine: list[RunResults]) -> None:
+    """A readable table's files, partitions, log growth and history (``mine``: the runs that touched it)."""
+    fmt = get_format(p.format)
+    so = compiled.target.storage_options
+    f = state.files
+    rep.sizes_now = f.column("size_bytes").to_pylist()
+    cols = [f.column(f"partition.{c}").to_pylist() for c in state.partition_columns]
+    for i, size in enumerate(rep.sizes_now):
+        label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
+        files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
+        rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
+    growth = fmt.log_growth(p.path or p.name, so, p)
+    rep.manifest, rep.checkpoint_sources = growth.manifest, growth.checkpoint_sources
+    for r in mine:
+        res = [x for x in r.results if x.table == p.name]
+        after_v = max((x.table_version_after for x in res if x.table_version_after is not None), default=None)
+        files_after = mean_after = None
+        s = None if after_v is None else _state_at(fmt, p.path or "", so, after_v)
+        if s is not None:
+            files_after = s.file_count
+            mean_after = s.total_bytes / max(1, s.file_count)
+        rep.trend.append(RunPoint(r.run_id, r.finished_at, sum(x.files_removed for x in res),
+                                  sum(x.files_added for x in res),
+                                  sum(x.bytes_removed for x in res if x.status == "success"), files_after,
+                                  mean_after))
+    if mine:
+        res = [x for x in mine[-1].results if x.table == p.name and x.table_version_before is not None]
+        if res:
+            before = _state_at(fmt, p.path or "", so, min(x.table_version_before or 0 for x in res))
+            rep.sizes_before = None if before is None else before.files.column("size_bytes").to_pylist()
 
+
+def _state_at(fmt: TableFormat, uri: str, storage_options: Any, version: int) -> TableState | None:
+    """The table at an earlier version; None when its format keeps none or it is gone (vacuumed history is
+    simply not drawn)."""
     try:
-        log = list_log(directory, storage_options)
-    except Exception:  # noqa: BLE001 - a missing or broken log is just not drawn
-        return []
-    out = []
-    for f in sorted(log.files, key=lambda f: f.batch):
-        try:
-            n = len(log.read_entries(f))
-        except Exception:  # noqa: BLE001
-            n = 0
-        out.append((f.batch, f.size, n, f.compact))
-    return out
-
-
-def _log_charts(chart: str, title: str, rows: list[tuple[int, int, int, bool]]) -> str:
-    labels = [f"{b}{'.compact' if c else ''}" for b, _, _, c in rows]
-    return _grid(bar_chart(f"{chart}-bytes", f"{title}: bytes per log file (orange = .compact)", labels,
-                           [("bytes", [r[1] for r in rows], BLUE)], highlight=[r[3] for r in rows],
-                           width=HALF_W, value_format=fmt_bytes),
-                 bar_chart(f"{chart}-entries", f"{title}: entries per log file (orange = .compact)", labels,
-                           [("entries", [r[2] for r in rows], BLUE)], highlight=[r[3] for r in rows], width=HALF_W))
-
-
-def _grid(*charts: str) -> str:
-    """Charts side by side, sharing the page width (one per row on narrow screens)."""
-    return '<div class="grid">' + "".join(charts) + "</div>"
-
-
-def _run_labels(times: list[str]) -> list[str]:
-    """Runs' dates for an axis, as short as keeps them apart: "2026-11-23" when each run is on its own
-    day, else "Nov 23 04:42", else with seconds."""
-    parsed = []
-    for s in times:
-        try:
-            parsed.append(dt.datetime.fromisoformat(s.replace("Z", "+00:00")))
-        except ValueError:
-            return [s[:19] for s in times]
-    for fmt in ("%Y-%m-%d", "%b %d %H:%M", "%b %d %H:%M:%S"):
-        labels = [t.strftime(fmt) for t in parsed]
-        if len(set(labels)) == len(labels):
-            return labels
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:  # runs within one second: numbered
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
-    return out
-
-
-def _trend_charts(prefix: str, runs: list[RunPoint], *, per_table: bool) -> str:
-    labels = _run_labels([r.finished_at for r in runs])
-    x_title = "apply runs (UTC)"
-    if per_table or any(r.files_after is None for r in runs):
-        files = bar_chart(f"{prefix}trend-files", "Per apply run: files removed and added", labels,
-                          [("removed", [r.files_removed for r in runs], GREY),
-                           ("added", [r.files_added for r in runs], BLUE)], width=HALF_W, y_label="files",
-                          x_title=x_title)
-    else:
-        # the lake: live files of the tables each run touched, before and after it
-        after = [r.files_after or 0 for r in runs]
-        before = [a + r.files_removed - r.files_added for a, r in zip(after, runs)]
-        files = bar_chart(f"{prefix}trend-files", "Live files before and after each apply run", labels,
-                          [("before", before, GREY), ("after", after, BLUE)], width=HALF_W, y_label="files",
-                          x_title=x_title)
-    charts = [
-        files,
-        bar_chart(f"{prefix}trend-bytes", "Per apply run: bytes rewritten", labels,
-                  [("bytes rewritten", [r.bytes_rewritten for r in runs], ORANGE)], width=HALF_W,
-                  value_format=fmt_bytes, x_title=x_title),
-    ]
-    if per_table and any(r.files_after is not None for r in runs):
-        charts += [
-            bar_chart(f"{prefix}trend-file-count", "After each apply: live files", labels,
-                      [("files", [r.files_after or 0 for r in runs], BLUE)], width=HALF_W, y_label="files",
-                      x_title=x_title),
-            bar_chart(f"{prefix}trend-mean-size", "After each apply: mean file size", labels,
-                      [("mean size", [r.mean_size_after or 0 for r in runs], BLUE)], width=HALF_W,
-                      value_format=fmt_bytes, x_title=x_title),
-        ]
-    return _grid(*charts)
-
-
-def _table_section(t: TableReport) -> str:
-    esc = html.escape
-    parts = [f'<section class="table" data-table="{esc(t.name)}">'
-             f'<h2 id="t-{esc(t.name)}" data-benefit="{t.benefit}">{esc(t.name)} '
-             f'<small>{esc(t.format)} · {esc(t.path)}</small></h2>']
-    if t.error:
-        return "".join(parts) + f'<p class="err">{esc(t.error)}</p></section>'
-    all_sizes = t.sizes_now + (t.sizes_before or [])
-    lo = int(math.log2(max(1, min(all_sizes)))) if all_sizes else 10
-    hi = max(int(math.log2(max(1, max(all_sizes)))) if all_sizes else 10, int(math.log2(t.target_file_size)))
-    labels = [format_size(2 ** b) for b in range(lo, hi + 1)]
-    series = [("now", _histogram(t.sizes_now, lo, hi), BLUE)]
-    if t.sizes_before is not None:
-        series.insert(0, ("before last apply", _histogram(t.sizes_before, lo, hi), GREY))
-    small = sum(1 for s in t.sizes_now if s < t.min_file_size)
-    at_ideal = sum(1 for k in t.partitions if t.small_share(k) == 0 and t.partitions[k][1])
-    plan = (f"The plan takes it from <b>{t.plan_files_before:,}</b> to <b>{t.plan_files_after:,}</b> files, "
-            f"rewriting {format_size(t.plan_bytes)}." if t.benefit else "The plan leaves it as it is.")
-    parts.append(f'<p class="facts"><b>{len(t.sizes_now):,}</b> files, {format_size(sum(t.sizes_now))}, mean '
-                 f'{format_size(sum(t.sizes_now) / max(1, len(t.sizes_now)))}; <b>{small:,}</b> below min_file_size '
-                 f'({format_size(t.min_file_size)}), target {format_size(t.target_file_size)}'
-                 + (f"; {at_ideal:,} partition(s) hold fewer bytes than one target-size file and are already "
-                    "at their ideal file count" if at_ideal else "") + f". {plan}</p>")
-    names = sorted(t.partitions)[:60]
-    shares = [round(100 * t.small_share(n), 1) for n in names]
-    notes = ["ideal" if t.small_share(n) == 0 and t.partitions[n][1] else "" for n in names]
-    parts.append(_grid(
-        bar_chart("size-histogram", "File sizes (log2 buckets; red line = target size)", labels, series,
-                  marker_index=math.log2(t.target_file_size) - lo, marker_label="target", y_label="files",
-                  width=HALF_W),
-        bar_chart("small-file-share", "Small files that can be merged, per partition", names,
-                  [("small-file share %", shares, BLUE)], highlight=[n in t.planned for n in names],
-                  legend=[("planned", ORANGE), ("ideal: at its ideal file count", GREEN)] if any(notes) else
-                  [("planned", ORANGE)],
-                  y_label="% small", width=HALF_W, value_format=fmt_percent, notes=notes, y_max=100,
-                  x_title=f"{len(names)} of {len(t.partitions)} partitions" if len(t.partitions) > len(names) else "")))
-    if t.manifest:
-        parts.append(_log_charts("manifest", "_spark_metadata", t.manifest))
-    for name, rows in t.checkpoint_sources.items():
-        if rows:
-            parts.append(_log_charts(f"checkpoint-source-{name}", f"checkpoint sources/{name}", rows))
-    if t.trend:
-        parts.append(_trend_charts("", t.trend, per_table=True))
-    return "".join(parts) + "</section>"
-
-
-def _lake_runs(tables: list[TableReport]) -> list[RunPoint]:
-    """The runs that touched the selected tables, summed over those tables, oldest first."""
-    by_run: dict[str, RunPoint] = {}
-    unknown: set[str] = set()
-    for t in tables:
-        for r in t.trend:
-            p = by_run.setdefault(r.run_id, RunPoint(r.run_id, r.finished_at, 0, 0, 0, 0))
-            p.files_removed += r.files_removed
-            p.files_added += r.files_added
-            p.bytes_rewritten += r.bytes_rewritten
-            if r.files_after is None:  # a file sink, or vacuumed history: the run's total is unknown
-                unknown.add(r.run_id)
-            else:
-                p.files_after = (p.files_after or 0) + r.files_after
-    for run_id in unknown:
-        by_run[run_id].files_after = None
-    return sorted(by_run.values(), key=lambda r: (r.finished_at, r.run_id))
-
-
-def _overview(tables: list[TableReport]) -> str:
-    esc = html.escape
-    ok = [t for t in tables if not t.error]
-    files = sum(len(t.sizes_now) for t in ok)
-    size = sum(sum(t.sizes_now) for t in ok)
-    mergeable = sum(t.mergeable_small_files for t in ok)
-    share = 100 * mergeable / max(1, files)
-    before, after = sum(t.plan_files_before for t in ok), sum(t.plan_files_after for t in ok)
-    tiles = [("tables", f"{len(tables):,}", f"{len(tables) - len(ok)} unreadable" if len(ok) < len(tables) else ""),
-             ("files", f"{files:,}", f"{format_size(size)}"),
-             ("small-file share", f"{share:.0f}%", f"{mergeable:,} small files that can be merged"),
-             ("bytes", format_size(size), f"mean file {format_size(size / max(1, files))}"),
-             ("the plan", f"{before:,} → {after:,}", f"files; rewrites {format_size(sum(t.plan_bytes for t in ok))}")]
-    parts = ['<section class="overview" data-section="lake"><h2>Lake overview</h2><div class="tiles">']
-    for name, value, sub in tiles:
-        parts.append(f'<div class="tile" data-tile="{esc(name)}"><div class="k">{esc(name)}</div>'
-                     f'<div class="v">{esc(value)}</div><div class="s">{esc(sub)}</div></div>')
-    parts.append("</div>")
-    runs = _lake_runs(tables)
-    if runs:
-        parts.append(_trend_charts("lake-", runs, per_table=False))
-    else:
-        parts.append('<p class="facts">No apply runs yet: trends appear after `compactor apply`.</p>')
-    ranked = sorted(ok, key=lambda t: (-t.benefit, -t.mergeable_small_files, t.name))
-    if ranked:
-        parts.append('<table class="rank"><thead><tr><th>table</th><th>files</th><th>small-file share</th>'
-                     '<th>bytes</th><th>plan: files before → after</th><th>rewrites</th></tr></thead><tbody>')
-        for t in ranked:
-            n = len(t.sizes_now)
-            parts.append(f'<tr data-table="{esc(t.name)}"><td><a href="#t-{esc(t.name)}">{esc(t.name)}</a></td>'
-                         f"<td>{n:,}</td><td>{100 * t.mergeable_small_files / max(1, n):.0f}%</td>"
-                         f"<td>{format_size(sum(t.sizes_now))}</td>"
-                         f"<td>{t.plan_files_before:,} → {t.plan_files_after:,}</td><td>{format_size(t.plan_bytes)}</td></tr>")
-        parts.append("</tbody></table>")
-    return "".join(parts) + "</section>"
-
-
-def order_by_benefit(tables: list[TableReport]) -> list[TableReport]:
-    """Most files removed by the plan first; then most mergeable small files; unreadable tables last."""
-    return sorted(tables, key=lambda t: (t.error is not None, -t.benefit, -t.mergeable_small_files, t.name))
-
-
-
-
-SCRIPT = """window.__errors=[];window.onerror=function(m){window.__errors.push(String(m));
-document.getElementById('errors').textContent=window.__errors.join('\\n');};
-document.addEventListener('DOMContentLoaded',function(){var c=document.querySelectorAll('svg.chart');var ok=true;
-c.forEach(function(s){if(!s.querySelector('rect[data-value]'))ok=false;});
-document.body.setAttribute('data-rendered',ok&&c.length>0?'yes':'no');document.body.setAttribute('data-charts',c.length);});"""
-
-
-def build_report(tables: list[TableReport], *, title: str = "compactor report", generated_at: str | None = None) -> str:
-    generated_at = generated_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    tables = order_by_benefit(tables)
-    body = _overview(tables) + "".join(_table_section(t) for t in tables) if tables else "<p>No tables selected.</p>"
-    data = json.dumps([{"name": t.name, "files": len(t.sizes_now), "benefit": t.benefit,
-                        "planned_partitions": sorted(t.planned)} for t in tables])
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
-            f"<style>{CSS}</style><script>{SCRIPT}</script></head><body><main><h1>{html.escape(title)}</h1>"
-            f"<p>Generated {html.escape(generated_at)}. Self-contained: no network access needed.</p>"
-            f"<pre id=\"errors\"></pre>{body}<script type=\"application/json\" id=\"report-data\">"
-            f"{html.escape(data, quote=False)}</script></main></body></html>")
-
-
-def write_report(path: Path, tables: list[TableReport]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(build_report(tables), encoding="utf-8")
-    return path
+        return fmt.state_at(uri, storage_options, version)
+    except Exception:  # noqa: BLE001
+        return None

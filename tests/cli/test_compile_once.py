@@ -11,7 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+import compactor.project.compile as compile_module
+from compactor.cli import cli
+from tests.apply.helpers import make_table, one_table_project
 from tests.cli.test_cli import lake_project
 
 COUNTING = (
@@ -51,3 +55,29 @@ def test_apply_of_a_plan_file_compiles_once(tmp_path: Path) -> None:
     assert n == 1, out
     n, out = _compiles("apply", str(p / "target" / "plan.json"), "--project-dir", str(p), "--watch", "0")
     assert n == 1, out
+
+
+def test_report_reads_each_table_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import compactor.tasks.plan as plan_module
+
+    t = tmp_path / "lake" / "t"
+    make_table(t, partitions=1, appends=3, rows=5)
+    proj = one_table_project(tmp_path / "proj", t)
+    compiles: list[int] = []
+    reads: list[str] = []
+    real_compile, real_read = compile_module.compile_project, plan_module.read_state
+
+    def counted_compile(*args, **kwargs):
+        compiles.append(1)
+        return real_compile(*args, **kwargs)
+
+    def counted_read(policy, target):
+        reads.append(policy.name)
+        return real_read(policy, target)
+
+    monkeypatch.setattr(compile_module, "compile_project", counted_compile)
+    monkeypatch.setattr(plan_module, "read_state", counted_read)
+    r = CliRunner().invoke(cli, ["report", "--project-dir", str(proj), "--out", str(tmp_path / "r.html")],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert len(compiles) == 1 and reads == ["t"]

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from compactor.cli import cli as main
+from compactor.models.inspect import InspectSettings, SinkLogSettings
 from compactor.tasks.inspect import inspect_path
 
 
@@ -33,7 +34,7 @@ def make_sink(root: Path, batches: int = 7, interval: int = 3) -> None:
 
 def test_inspect_sink_json_and_text(tmp_path: Path) -> None:
     make_sink(tmp_path / "s")
-    r = inspect_path(str(tmp_path / "s"), policy={"compact_interval": 10})
+    r = inspect_path(str(tmp_path / "s"), settings=InspectSettings(sink=SinkLogSettings(compact_interval=10)))
     assert r.kind == "spark_file_sink" and r.file_count == 14 and r.small_file_share == 1.0
     assert [p.partition for p in r.partitions] == ["part=0", "part=1"]
     assert r.partitions[0].histogram["<1MB"] == 7

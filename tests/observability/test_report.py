@@ -11,9 +11,10 @@ import pytest
 
 from compactor import api
 from compactor.api import ProjectOptions
+from compactor.output.report.html import build_report
 from compactor.output.report.png import chromium_cmd, find_chromium
 from compactor.tasks.demo import build_demo
-from compactor.tasks.report import build_report, collect_report
+from compactor.tasks.report import collect_report
 
 
 def _dom(html_file: Path, tmp: Path) -> str:
@@ -66,7 +67,7 @@ def test_report_before_and_after_apply_in_a_browser(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_report_draws_sink_manifest_and_checkpoint_growth(spark, tmp_path: Path) -> None:
-    from compactor.tasks.report import _table_section, collect_report
+    from compactor.output.report.html import _table_section
     from tests.sink.helpers import add_input, run_query
 
     src, out, cp = tmp_path / "in", tmp_path / "lake" / "clicks", tmp_path / "lake" / "cp"

@@ -172,7 +172,7 @@ def test_a_partition_at_its_ideal_file_count_is_not_shown_as_small(lake: Path) -
 
 
 def test_run_labels_are_dates_kept_apart() -> None:
-    from compactor.tasks.report import _run_labels
+    from compactor.output.report.html import _run_labels
 
     assert _run_labels(["2026-01-01T10:00:00+00:00", "2026-01-02T10:00:00+00:00"]) == ["2026-01-01", "2026-01-02"]
     assert _run_labels(["2026-01-01T10:00:00+00:00", "2026-01-01T11:30:00+00:00"]) == ["Jan 01 10:00", "Jan 01 11:30"]

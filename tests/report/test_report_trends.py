@@ -7,7 +7,8 @@ from pathlib import Path
 
 from compactor import api
 from compactor.api import ProjectOptions
-from compactor.tasks.report import build_report, collect_report, write_report
+from compactor.output.report.html import build_report, write_report
+from compactor.tasks.report import collect_report
 from tests.apply.helpers import make_table, one_table_project
 
 

@@ -7,9 +7,19 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from compactor.formats.base import ActionContext, ActionOutcome, RepairOutcome, RepairsDuplicates, TableSession
+from compactor.formats.base import (
+    ActionContext,
+    ActionOutcome,
+    RepairOutcome,
+    RepairsDuplicates,
+    TableFormat,
+    TableSession,
+)
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
+from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -128,5 +138,22 @@ class DeltaFormat:
             return replace(state, properties={**state.properties, **action.properties})
         return state
 
+    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+        from compactor.formats.delta.state import read_delta_state
 
-FORMAT = DeltaFormat()
+        return read_delta_state(uri, storage_options, version=version)
+
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        from compactor.formats.delta.inspection import inspect_delta
+
+        return inspect_delta(state, storage_options, policy_given=settings is not None, horizon=horizon)
+
+    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+        return LogGrowth()  # the report draws no Delta log
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        return None  # a Delta writer needs no setting of compactor's
+
+
+FORMAT: TableFormat = DeltaFormat()  # mypy checks the class against the interface

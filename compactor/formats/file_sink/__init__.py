@@ -8,8 +8,18 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from compactor.errors import ApplyError
-from compactor.formats.base import ActionContext, ActionOutcome, NoSession, RepairsDuplicates, TableSession
+from compactor.formats.base import (
+    ActionContext,
+    ActionOutcome,
+    NoSession,
+    RepairsDuplicates,
+    TableFormat,
+    TableSession,
+)
+from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -63,5 +73,24 @@ class FileSinkFormat:
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state
 
+    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+        return None  # compactor reads no earlier version of a sink's output
 
-FORMAT = FileSinkFormat()
+    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+        from compactor.formats.file_sink.inspection import inspect_sink
+
+        return inspect_sink(uri, state, storage_options, settings or InspectSettings())
+
+    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+        from compactor.formats.file_sink.inspection import log_growth
+
+        return log_growth(uri, storage_options, policy.sink.checkpoint if policy.sink is not None else None)
+
+    def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
+        from compactor.formats.file_sink.settings import writer_settings
+
+        return writer_settings(policy)
+
+
+FORMAT: TableFormat = FileSinkFormat()  # mypy checks the class against the interface

@@ -1,1 +1,2 @@
-"""Renderers for `compactor report`: inline SVG charts and PNG screenshots (tasks/report.py collects the data)."""
+"""Renderers for `compactor report`: the HTML page (html.py) with its inline SVG charts, and PNG screenshots
+(tasks/report.py collects the data)."""

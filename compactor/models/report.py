@@ -1,0 +1,83 @@
+"""What `compactor report` draws, per table: its files now and before the last apply, its partitions, the
+plan's promise, the apply runs that touched it, and the growth of its metadata logs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class LogPoint(NamedTuple):
+    """One file of a Spark metadata log."""
+
+    batch: int
+    size: int
+    entries: int
+    compact: bool
+
+
+@dataclass(frozen=True)
+class LogGrowth:
+    """A table's metadata logs, file by file (``TableFormat.log_growth``): a file sink's manifest
+    (``_spark_metadata``) and its checkpoint's file-source logs (``sources/<name>``); empty for a format
+    without such logs."""
+
+    manifest: list[LogPoint] = field(default_factory=list)
+    checkpoint_sources: dict[str, list[LogPoint]] = field(default_factory=dict)
+
+
+@dataclass
+class RunPoint:
+    """One apply run as it touched one table."""
+
+    run_id: str
+    finished_at: str
+    files_removed: int
+    files_added: int
+    bytes_rewritten: int
+    files_after: int | None = None
+    mean_size_after: float | None = None
+
+
+@dataclass
+class TableReport:
+    name: str
+    format: str
+    path: str
+    target_file_size: int
+    min_file_size: int
+    sizes_now: list[int] = field(default_factory=list)
+    sizes_before: list[int] | None = None
+    #: partition label -> (files, small files, bytes)
+    partitions: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    planned: set[str] = field(default_factory=set)
+    #: what the plan promises: files before -> after, bytes it rewrites
+    plan_files_before: int = 0
+    plan_files_after: int = 0
+    plan_bytes: int = 0
+    #: the apply runs in history that touched the table, oldest first
+    trend: list[RunPoint] = field(default_factory=list)
+    #: sink outputs: per metadata log file (batch, bytes, entries, is_compact), and per checkpoint source
+    manifest: list[LogPoint] = field(default_factory=list)
+    checkpoint_sources: dict[str, list[LogPoint]] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def benefit(self) -> int:
+        """Files the current plan removes: how the report orders tables."""
+        return max(0, self.plan_files_before - self.plan_files_after)
+
+    def ideal_files(self, label: str) -> int:
+        """The fewest files a partition's bytes fit in at the target size."""
+        return max(1, math.ceil(self.partitions[label][2] / max(1, self.target_file_size)))
+
+    def small_share(self, label: str) -> float:
+        """Share of a partition's files that are small and could be merged: 0 for a partition already at
+        its ideal file count (one 200 KiB file under a 128 MiB target is as compact as it gets)."""
+        files, small, _ = self.partitions[label]
+        return 0.0 if files <= self.ideal_files(label) else small / max(1, files)
+
+    @property
+    def mergeable_small_files(self) -> int:
+        return sum(self.partitions[k][1] for k in self.partitions if self.small_share(k) > 0)
