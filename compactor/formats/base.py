@@ -12,6 +12,7 @@ from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.results import ActionOutcome
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -78,12 +79,12 @@ class TableFormat(Protocol):
     #: finding and repairing duplicate rewrites, for a format whose log can hold them (None: it cannot)
     duplicates: RepairsDuplicates | None
 
-    def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
+    def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
         """A snapshot of the table. Raises TableReadError with a clear reason. ``session``: the table's
         session during apply (the format reads through the handle it keeps there)."""
 
-    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+    def open_session(self, table: TableLocation) -> TableSession:
         """The session of one table run (apply); the caller closes it when the table is done."""
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
@@ -98,7 +99,8 @@ class TableFormat(Protocol):
     def run(self, action: Action, ctx: ActionContext) -> ActionOutcome:
         """Perform one action (its precondition already checked on ``ctx.state``)."""
 
-    def group_key(self, action: Action, state: TableState, engine: Callable[[], RewriteEngine], uri: str) -> Any:
+    def group_key(self, action: Action, state: TableState, engine: Callable[[], RewriteEngine],
+                  table: TableLocation) -> Any:
         """Consecutive actions with the same key may share one commit (``run_group``); None: ``action``
         runs on its own. ``engine``: creates (or returns) the run's engine, when the key depends on it."""
 
@@ -106,7 +108,7 @@ class TableFormat(Protocol):
         """Perform consecutive actions of one group key with one commit. Per action, its ActionOutcome or the
         CompactorError that kept it out of the commit (e.g. stale); raises when nothing was committed."""
 
-    def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+    def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
         """Clean up after runs that were killed (call while holding the table lease); returns the files
         deleted. ``grace_s``: how old
         a file of unknown origin must be before it may be deleted (a concurrent appender's uncommitted file
@@ -115,18 +117,18 @@ class TableFormat(Protocol):
     def simulate(self, action: Action, state: TableState) -> TableState:
         """PURE: the state after ``action`` ran (dry runs evaluate later actions against it)."""
 
-    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+    def state_at(self, table: TableLocation, version: int) -> TableState | None:
         """The table as of an earlier ``version`` (the report's history); None for a format that keeps no
         earlier versions. Raises when that version cannot be read (e.g. vacuumed)."""
 
-    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+    def inspect(self, table: TableLocation, state: TableState, *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
-        """What `compactor inspect` reports beside the files of the table at ``uri`` (as the user named it;
+        """What `compactor inspect` reports beside the files of ``table`` (as the user named it;
         ``state``: read without a policy): its logs' health, rows live twice, warnings, recommendations.
         ``settings``: the managing policy's (None: no policy); ``horizon``: how many of the newest commits
         to scan for duplicate rewrites (the format's default when None)."""
 
-    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+    def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         """The table's metadata logs file by file, for the report's charts (empty: nothing to draw)."""
 
     def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
@@ -150,12 +152,11 @@ class RepairsDuplicates(Protocol):
     """A format whose log can hold duplicate rewrites (Delta): ``TableFormat.duplicates``. Tasks skip a
     format whose ``duplicates`` is None."""
 
-    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, horizon: int | None = None,
+    def repair_duplicates(self, table: TableLocation, *, horizon: int | None = None,
                           commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
                           expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
         """Repair every open duplicate rewrite (call while holding the table lease). ``expected``: the
         proposal of the dry run the user approved; what is derived now must be the same repair."""
 
-    def removals_after(self, uri: str, storage_options: Mapping[str, str],
-                       version: int) -> tuple[int, dict[str, list[int]]]:
+    def removals_after(self, table: TableLocation, version: int) -> tuple[int, dict[str, list[int]]]:
         """(last version, {path: versions that removed it}) for the commits after ``version``."""

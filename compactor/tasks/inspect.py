@@ -29,6 +29,7 @@ from compactor.models.inspect import (
     SinkLogSettings,
 )
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions
 from compactor.runtime.secrets import register_secrets
@@ -76,8 +77,9 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
                              "checkpoint (offsets/, commits/, sources/)")
     given = settings or InspectSettings()
     small = int(given.min_file_size or SMALL_FILE_DEFAULT)
-    state = fmt.read_state(path, so)
-    found = fmt.inspect(path, state, so, settings=settings, horizon=horizon)
+    where = TableLocation(path, so)
+    state = fmt.read_state(where)
+    found = fmt.inspect(where, state, settings=settings, horizon=horizon)
     parts = _partitions(state, small)
     n_small = sum(p.small_files for p in parts)
     share = n_small / state.file_count if state.file_count else 0.0
@@ -96,7 +98,7 @@ def _planned(table_policy: TablePolicy | None, path: str, storage_options: Mappi
         return None
     fmt = get_format(table_policy.format)
     pol = replace(table_policy, path=path)
-    state = fmt.read_state(path, storage_options, pol)
+    state = fmt.read_state(TableLocation(path, storage_options), pol)
     plan = fmt.plan_table(pol, state, now=dt.datetime.now(dt.UTC), engine="local")
     if plan.error:
         return f"the policy's plan: error: {plan.error}"

@@ -18,6 +18,7 @@ from compactor import __version__
 from compactor.errors import CompactorError, TableReadError
 from compactor.formats import get_format
 from compactor.models.state import TableState, files_table
+from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan, Skip, SkipReason, TablePlan, compute_totals
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
@@ -104,7 +105,7 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
             path = resolve_catalog_path(policy.name, target.spark)
         assert path is not None
-        return get_format(policy.format).read_state(path, target.storage_options, policy)
+        return get_format(policy.format).read_state(TableLocation(path, target.storage_options), policy)
     except CompactorError as e:
         return redact_error(e)
     except ImportError as e:

@@ -24,6 +24,7 @@ from compactor.errors import CompactorError, UsageError, VerificationError
 from compactor.formats import get_format
 from compactor.formats.discover import format_at
 from compactor.models.formats import DEFAULT_FORMAT
+from compactor.models.table import TableLocation
 from compactor.project.model import ProjectOptions
 
 log = logging.getLogger(__name__)
@@ -78,10 +79,10 @@ def repair_table(name: str, path: str, fmt_name: str, storage_options: Mapping[s
     owner = f"compactor@{socket.gethostname()}:{os.getpid()}"
     try:
         if dry_run:
-            out = dups.repair_duplicates(path, storage_options, horizon=horizon, dry_run=True)
+            out = dups.repair_duplicates(TableLocation(path, storage_options), horizon=horizon, dry_run=True)
         else:
             with TableLease(path, owner, run_id=run_id, storage_options=storage_options) as lease:
-                out = dups.repair_duplicates(path, storage_options, horizon=horizon,
+                out = dups.repair_duplicates(TableLocation(path, storage_options), horizon=horizon,
                                              commit_metadata=_metadata(run_id, name), expected=expected,
                                             fence=lease.check)
     except VerificationError as e:

@@ -5,10 +5,11 @@ page itself is output/report/html.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compactor.formats import get_format
 from compactor.models.report import RunPoint, TableReport
+from compactor.models.table import TableLocation
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.project.model import ProjectOptions
 
@@ -69,7 +70,7 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
           mine: list[RunResults]) -> None:
     """A readable table's files, partitions, log growth and history (``mine``: the runs that touched it)."""
     fmt = get_format(p.format)
-    so = compiled.target.storage_options
+    where = TableLocation(p.path or p.name, compiled.target.storage_options)
     f = state.files
     rep.sizes_now = f.column("size_bytes").to_pylist()
     cols = [f.column(f"partition.{c}").to_pylist() for c in state.partition_columns]
@@ -77,13 +78,13 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
         label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
         files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
         rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
-    growth = fmt.log_growth(p.path or p.name, so, p)
+    growth = fmt.log_growth(where, p)
     rep.manifest, rep.checkpoint_sources = growth.manifest, growth.checkpoint_sources
     for r in mine:
         res = [x for x in r.results if x.table == p.name]
         after_v = max((x.table_version_after for x in res if x.table_version_after is not None), default=None)
         files_after = mean_after = None
-        s = None if after_v is None else _state_at(fmt, p.path or "", so, after_v)
+        s = None if after_v is None else _state_at(fmt, where, after_v)
         if s is not None:
             files_after = s.file_count
             mean_after = s.total_bytes / max(1, s.file_count)
@@ -94,14 +95,14 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
     if mine:
         res = [x for x in mine[-1].results if x.table == p.name and x.table_version_before is not None]
         if res:
-            before = _state_at(fmt, p.path or "", so, min(x.table_version_before or 0 for x in res))
+            before = _state_at(fmt, where, min(x.table_version_before or 0 for x in res))
             rep.sizes_before = None if before is None else before.files.column("size_bytes").to_pylist()
 
 
-def _state_at(fmt: TableFormat, uri: str, storage_options: Any, version: int) -> TableState | None:
+def _state_at(fmt: TableFormat, where: TableLocation, version: int) -> TableState | None:
     """The table at an earlier version; None when its format keeps none or it is gone (vacuumed history is
     simply not drawn)."""
     try:
-        return fmt.state_at(uri, storage_options, version)
+        return fmt.state_at(where, version)
     except Exception:  # noqa: BLE001
         return None

@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compactor import __version__
@@ -27,6 +27,7 @@ from compactor.models.events import (
 )
 from compactor.models.results import ActionDetails, ActionResult
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
@@ -76,6 +77,11 @@ class TableRun:
     watch: TableWatch | None = None
     #: time.monotonic() after which no new commit group starts (the target's max_runtime)
     deadline: float | None = None
+    #: where the table lives, with the target's storage options (built once per table run)
+    location: TableLocation = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "location", TableLocation(self.table.path, self.target.storage_options))
 
 
 def apply_table(env: TableRun, results: list[ActionResult]) -> bool:
@@ -83,12 +89,12 @@ def apply_table(env: TableRun, results: list[ActionResult]) -> bool:
     table, fmt = env.table, env.fmt
     if not env.dry_run:
         try:
-            fmt.recover(table.path, env.target.storage_options, grace_s=env.orphan_grace_s)
+            fmt.recover(env.location, grace_s=env.orphan_grace_s)
         except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
     if _unanswered_duplicates(table, results, env.progress):
         return True  # rows live twice that no reviewed repair answers: leave the table as it is
-    session = fmt.open_session(table.path, env.target.storage_options)
+    session = fmt.open_session(env.location)
     try:
         return _run_actions(env, results, session)
     finally:
@@ -129,7 +135,7 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
         t0 = time.monotonic()
         if state is None:
             try:
-                state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
+                state = env.fmt.read_state(env.location, session=session)
             except Exception:  # noqa: BLE001 - the action's own run reads again and reports why
                 state = None
         try:
@@ -155,7 +161,7 @@ def _group(env: TableRun, i: int, state: TableState) -> list[int] | None:
     first = actions[i]
     if env.dry_run or not isinstance(first, RewriteAction):
         return None
-    key = fmt.group_key(first, state, env.engines, env.table.path)
+    key = fmt.group_key(first, state, env.engines, env.location)
     if key is None:
         return None
     live = fmt.live_paths(state)
@@ -168,7 +174,7 @@ def _group(env: TableRun, i: int, state: TableState) -> list[int] | None:
         a = actions[j]
         if not isinstance(a, RewriteAction) or bins + len(a.bins) > env.target.commit_every_bins \
                 or size + a.input_bytes > env.target.commit_every_bytes \
-                or fmt.group_key(a, state, env.engines, env.table.path) != key:
+                or fmt.group_key(a, state, env.engines, env.location) != key:
             break
         try:
             a.check(live)
@@ -187,7 +193,7 @@ def _run_single(env: TableRun, i: int, state: TableState | None, session: TableS
     res = ActionResult(env.table.name, planned.type, dict(planned.partition))
     try:
         if state is None:
-            state = env.fmt.read_state(env.table.path, env.target.storage_options, session=session)
+            state = env.fmt.read_state(env.location, session=session)
         _run_action(env, i, planned, res, state, session)
         state = env.fmt.simulate(planned, state)
     except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results

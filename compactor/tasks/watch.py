@@ -23,6 +23,7 @@ from typing import Any
 from compactor.formats.base import TableFormat
 from compactor.models.events import DuplicateFoundLater, Progress
 from compactor.models.results import ActionResult, DuplicateFound
+from compactor.models.table import TableLocation
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,7 @@ class TableWatch:
 
     fmt: TableFormat
     table: str
-    uri: str
-    storage_options: Mapping[str, str]
+    location: TableLocation
     window_s: float
     commit_metadata: Mapping[str, str]
     poll_s: float = DEFAULT_POLL_S
@@ -101,7 +101,7 @@ class TableWatch:
         cursor = min(w.checked for w in watched)
         try:
             assert self.fmt.duplicates is not None  # TableWatch.supported
-            last, removed = self.fmt.duplicates.removals_after(self.uri, self.storage_options, cursor)
+            last, removed = self.fmt.duplicates.removals_after(self.location, cursor)
         except Exception as e:  # noqa: BLE001 - a failed read is retried at the next poll
             log.warning("%s: could not read new commits while watching: %s", self.table, e)
             return

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
@@ -59,7 +60,7 @@ def plan_for(path: Path, *, engine: str = "local", target_size: int = 2**20, min
     policy = TablePolicy(name="t", path=str(path), compaction=Compaction(
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files),
         method=method))
-    state = FORMAT.read_state(str(path), {}, policy)  # as `compactor plan` reads it (rows live twice included)
+    state = FORMAT.read_state(TableLocation(str(path)), policy)  # as `compactor plan` reads it (rows live twice included)
     return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC), target=Target(engine=engine),
                       project_name="tests")
 

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from compactor.formats import get_format
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import liveness
 from compactor.runtime.journal import JournalEntry, journal_dir
@@ -28,7 +29,7 @@ def _dead_pid() -> int:
 
 
 def recover_orphans(table: str, grace_s: float) -> list[str]:
-    return get_format("delta").recover(table, {}, grace_s=grace_s)
+    return get_format("delta").recover(TableLocation(table), grace_s=grace_s)
 
 
 def _journal(t: Path, folders: list[str], started: float, heartbeat: float, pid: int,

@@ -15,6 +15,7 @@ from compactor.errors import TableReadError
 from compactor.formats import get_format
 from compactor.formats.delta.log import commits_after, read_commit
 from compactor.formats.discover import discover_tables
+from compactor.models.table import TableLocation
 from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntry, pending_journals
 from compactor.runtime.lease import LEASE_PATH
 from compactor.runtime.storage import Storage, StorageError
@@ -122,13 +123,13 @@ def test_recover_judges_other_hosts_by_heartbeat(store_root):
     st.copy(live[0], orphan)
     fmt = get_format("delta")
     _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=1)  # alive elsewhere: hands off
-    assert fmt.recover(uri, so, grace_s=0) == [] and st.exists(orphan)
+    assert fmt.recover(TableLocation(uri, so), grace_s=0) == [] and st.exists(orphan)
     # nothing about another host is provable: its run is over once its heartbeat is older than the lease
     # TTL (15 minutes), after which its lease has expired and its fence refuses any commit
     _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=600)
-    assert fmt.recover(uri, so, grace_s=0) == [] and st.exists(orphan)
+    assert fmt.recover(TableLocation(uri, so), grace_s=0) == [] and st.exists(orphan)
     _foreign_entry(st, uri, [orphan, live[0]], heartbeat_age=1000)
-    assert fmt.recover(uri, so, grace_s=3600) == [orphan]
+    assert fmt.recover(TableLocation(uri, so), grace_s=3600) == [orphan]
     assert not st.exists(orphan) and st.exists(live[0]) and journals(uri, so) == []
     exactly_once(uri, so, n)
 
@@ -144,17 +145,17 @@ def test_recover_folder_rule_on_the_store(store_root):
     st.copy(live[0], orphan)  # a delta-rs footer: what a killed optimize leaves
     fmt = get_format("delta")
     _foreign_entry(st, uri, [], heartbeat_age=600, folders=["date=2024-01-01"], started=time.time() - 3600 * 5)
-    assert fmt.recover(uri, so, grace_s=0) == []  # written long after the dead run's window: not provably its
+    assert fmt.recover(TableLocation(uri, so), grace_s=0) == []  # written long after the dead run's window: not provably its
     assert st.exists(orphan)
     _foreign_entry(st, uri, [], heartbeat_age=600, folders=["date=2024-01-01"], started=time.time() - 700)
     # heartbeat 600 s ago + the store's slack: the file (written now) is outside the window too
-    assert fmt.recover(uri, so, grace_s=0) == [] and st.exists(orphan)
+    assert fmt.recover(TableLocation(uri, so), grace_s=0) == [] and st.exists(orphan)
     # a run that failed just now (ended_at set): its window covers the file
     _foreign_entry(st, uri, [], heartbeat_age=1, folders=["date=2024-01-01"], started=time.time() - 30,
                    ended=time.time() + 1)
-    assert fmt.recover(uri, so, grace_s=3600) == []  # inside the window but younger than the grace period
+    assert fmt.recover(TableLocation(uri, so), grace_s=3600) == []  # inside the window but younger than the grace period
     assert st.exists(orphan) and journals(uri, so), "kept while a candidate waits out the grace period"
-    assert fmt.recover(uri, so, grace_s=0) == ["date=2024-01-01/part-00001-ffff-c000.zstd.parquet"]
+    assert fmt.recover(TableLocation(uri, so), grace_s=0) == ["date=2024-01-01/part-00001-ffff-c000.zstd.parquet"]
     assert not st.exists(orphan) and journals(uri, so) == []
     exactly_once(uri, so, n)
 

@@ -19,6 +19,7 @@ from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
@@ -52,7 +53,7 @@ def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int |
 class DeltaDuplicates:
     """Rows live twice (formats/delta/detection.py, repair.py): the RepairsDuplicates of format "delta"."""
 
-    def repair_duplicates(self, uri: str, storage_options: Mapping[str, str], *, horizon: int | None = None,
+    def repair_duplicates(self, table: TableLocation, *, horizon: int | None = None,
                           commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
                           expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
         """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be)."""
@@ -60,15 +61,14 @@ class DeltaDuplicates:
 
         if expected is not None and not isinstance(expected, RepairProposal):
             raise TypeError(f"expected: a RepairProposal, not {type(expected).__name__}")
-        return repair(uri, storage_options, horizon=horizon or DEFAULT_HORIZON, commit_metadata=commit_metadata,
+        return repair(table.uri, table.storage_options, horizon=horizon or DEFAULT_HORIZON, commit_metadata=commit_metadata,
                       dry_run=dry_run, expected=expected, fence=fence)
 
-    def removals_after(self, uri: str, storage_options: Mapping[str, str],
-                       version: int) -> tuple[int, dict[str, list[int]]]:
+    def removals_after(self, table: TableLocation, version: int) -> tuple[int, dict[str, list[int]]]:
         """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
         from compactor.formats.delta.detection import removals_after
 
-        return removals_after(uri, storage_options, version)
+        return removals_after(table.uri, table.storage_options, version)
 
 
 class DeltaFormat:
@@ -76,10 +76,12 @@ class DeltaFormat:
     marker = "_delta_log"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = DeltaDuplicates()
 
-    def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
+    def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
+
+        uri, storage_options = table.uri, table.storage_options
 
         if isinstance(session, DeltaSession):  # apply: the actions use the table loaded here
             state = read_delta_state(uri, storage_options, table=session.open_table())
@@ -111,45 +113,45 @@ class DeltaFormat:
 
         return run_action(action, ctx)
 
-    def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
+    def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
         from compactor.formats.delta.run import group_key
 
-        return group_key(action, state, engine(), uri) if isinstance(action, RewriteAction) else None
+        return group_key(action, state, engine(), table.uri) if isinstance(action, RewriteAction) else None
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         from compactor.formats.delta.run import run_group
 
         return run_group(actions, ctx)
 
-    def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+    def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
         from compactor.formats.delta.run import referenced_paths
         from compactor.runtime.journal import recover
 
-        return recover(uri, lambda since: referenced_paths(uri, storage_options, since), grace_s=grace_s,
-                       storage_options=storage_options)
+        return recover(table.uri, lambda since: referenced_paths(table.uri, table.storage_options, since),
+                       grace_s=grace_s, storage_options=table.storage_options)
 
-    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+    def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession
 
-        return DeltaSession(uri, storage_options)
+        return DeltaSession(table.uri, table.storage_options)
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):
             return replace(state, properties={**state.properties, **action.properties})
         return state
 
-    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+    def state_at(self, table: TableLocation, version: int) -> TableState | None:
         from compactor.formats.delta.state import read_delta_state
 
-        return read_delta_state(uri, storage_options, version=version)
+        return read_delta_state(table.uri, table.storage_options, version=version)
 
-    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+    def inspect(self, table: TableLocation, state: TableState, *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.delta.inspection import inspect_delta
 
-        return inspect_delta(state, storage_options, policy_given=settings is not None, horizon=horizon)
+        return inspect_delta(state, table.storage_options, policy_given=settings is not None, horizon=horizon)
 
-    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+    def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         return LogGrowth()  # the report draws no Delta log
 
     def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:

@@ -4,7 +4,7 @@ format "spark_file_sink"."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any
 
 from compactor.errors import ApplyError
@@ -19,6 +19,7 @@ from compactor.formats.base import (
 from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
@@ -30,12 +31,12 @@ class FileSinkFormat:
     marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
 
-    def read_state(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy | None = None, *,
+    def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
         from compactor.formats.file_sink.state import read_sink_state
 
         checkpoint = policy.sink.checkpoint if policy is not None and policy.sink is not None else None
-        return read_sink_state(uri, storage_options, checkpoint=checkpoint)
+        return read_sink_state(table.uri, table.storage_options, checkpoint=checkpoint)
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
         from compactor.formats.file_sink.plan import plan_sink_table
@@ -55,16 +56,16 @@ class FileSinkFormat:
 
         return run_sink_action(action, ctx)
 
-    def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
+    def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
         from compactor.formats.file_sink.location import SinkRoot
         from compactor.formats.file_sink.run import recover
 
-        return recover(SinkRoot(uri, storage_options))
+        return recover(SinkRoot(table.uri, table.storage_options))
 
-    def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
+    def open_session(self, table: TableLocation) -> TableSession:
         return NoSession()  # each sink action reads the manifest itself
 
-    def group_key(self, action: Action, state: TableState, engine: Any, uri: str) -> Any:
+    def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
         return None  # each sink action swaps the manifest on its own
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
@@ -73,19 +74,19 @@ class FileSinkFormat:
     def simulate(self, action: Action, state: TableState) -> TableState:
         return state
 
-    def state_at(self, uri: str, storage_options: Mapping[str, str], version: int) -> TableState | None:
+    def state_at(self, table: TableLocation, version: int) -> TableState | None:
         return None  # compactor reads no earlier version of a sink's output
 
-    def inspect(self, uri: str, state: TableState, storage_options: Mapping[str, str], *,
+    def inspect(self, table: TableLocation, state: TableState, *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.file_sink.inspection import inspect_sink
 
-        return inspect_sink(uri, state, storage_options, settings or InspectSettings())
+        return inspect_sink(table.uri, state, table.storage_options, settings or InspectSettings())
 
-    def log_growth(self, uri: str, storage_options: Mapping[str, str], policy: TablePolicy) -> LogGrowth:
+    def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         from compactor.formats.file_sink.inspection import log_growth
 
-        return log_growth(uri, storage_options, policy.sink.checkpoint if policy.sink is not None else None)
+        return log_growth(table.uri, table.storage_options, policy.sink.checkpoint if policy.sink is not None else None)
 
     def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
         from compactor.formats.file_sink.settings import writer_settings
