@@ -77,7 +77,7 @@ def apply(
 ) -> RunResults:
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
     Writes run results under the project's target path. ``watch_s``: how long to keep watching each
-    table's log after committing to it (default: the target's ``watch_window``, 3 minutes).
+    table's log after committing to it (default: the target's ``watch_window``, 0: no watch).
     ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``)."""
     from compactor.tasks.apply import apply_project
 
