@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compactor.models.formats import format_spec
+from compactor.models.formats import FORMATS, format_spec
 from compactor.planning.actions import (
     ACTION_TYPES,
     Action,
@@ -70,8 +70,8 @@ def shared_files(actions: Sequence[Action]) -> list[str]:
     return out
 
 
-#: folders no action may ever name a file in: the table's log, the sink's log, compactor's own state
-_RESERVED = ("_delta_log", "_spark_metadata", "_compactor")
+#: folders no action may ever name a file in: every format's log (its marker), compactor's own state
+_RESERVED = (*(f.marker for f in FORMATS), "_compactor")
 
 
 def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
