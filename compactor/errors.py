@@ -40,7 +40,6 @@ class PolicyError(CompactorError):
     """Policies failed validation; carries every diagnostic."""
 
     code = "policy"
-    exit_code = 1
 
     def __init__(self, message: str, diagnostics: list[Any] | None = None, *, hint: str | None = None):
         super().__init__(message, hint=hint)

@@ -158,7 +158,7 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
                 click.echo(f"Hint: {redact(e.hint)}", err=True)
             if debug:
                 click.echo(redact(traceback.format_exc()), err=True)
-            sys.exit(getattr(e, "exit_code", exit_codes.USAGE))
+            sys.exit(exit_codes.for_error(e.code))
         except OSError as e:
             if debug:
                 traceback.print_exc()

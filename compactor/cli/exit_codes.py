@@ -9,3 +9,9 @@ USAGE = 2
 #: plan --detailed-exitcode (Terraform): 0 no changes, 1 error, 2 changes present
 PLAN_ERROR = 1
 PLAN_CHANGES = 2
+
+
+def for_error(code: str) -> int:
+    """The exit code of a CompactorError by its ``code``: invalid policies fail (1), as `validate` does;
+    every other error is a usage error (2)."""
+    return FAILURE if code == "policy" else USAGE
