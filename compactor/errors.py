@@ -52,6 +52,19 @@ class TableReadError(CompactorError):
     code = "unreadable"
 
 
+class CatalogError(CompactorError):
+    """A catalog could not be reached or does not hold what a policy names."""
+
+    code = "catalog"
+
+
+class UnsupportedFormatError(CompactorError):
+    """A table a catalog names is in a format compactor does not plan (an Iceberg table, say): the plan
+    lists it as skipped (unsupported) with this reason; it fails nothing."""
+
+    code = "unsupported_format"
+
+
 class PlanError(CompactorError):
     """A plan file is unreadable, of an unsupported schema version, or does not match the project."""
 

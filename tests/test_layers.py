@@ -18,16 +18,17 @@ ALLOWED = {
     "runtime": set(),
     "engines": {"runtime", "project"},
     "formats": {"engines", "planning", "runtime", "policy", "project"},
+    "catalogs": {"runtime"},
     "project": {"policy"},
     "output": {"planning", "policy", "project"},
     # data flows cli -> api -> tasks -> formats -> engines/planning/runtime (docs/architecture.md)
-    "tasks": {"formats", "engines", "planning", "policy", "project", "runtime", "output"},
+    "tasks": {"formats", "catalogs", "engines", "planning", "policy", "project", "runtime", "output"},
     "api": {"tasks", "project", "planning", "policy"},
     "cli": {"api", "output", "project", "policy", "planning", "runtime"},
 }
 #: modules planning/ must never import, directly or lazily: it only computes
 IMPURE = ("os", "pathlib", "shutil", "subprocess", "socket", "threading", "deltalake", "pyspark", "obstore",
-          "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset", "compactor.formats", "compactor.engines",
+          "pyarrow.parquet", "pyarrow.fs", "pyarrow.dataset", "compactor.formats", "compactor.catalogs", "compactor.engines",
           "compactor.runtime", "compactor.tasks")
 
 

@@ -28,7 +28,10 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
                    f"{c.strategy} to {format_size(c.target_file_size)}" if c.enabled else "compaction off")
         if p.retention is not None and p.retention.vacuum.enabled:
             summary += ", vacuum"
-        rows.append({"name": p.name, "format": p.format, "location": p.path or (p.discover and "discover") or "-",
+        d = p.discover
+        where = (p.path if d is None else f"catalog {d.catalog}: {d.namespace} ({', '.join(d.include)})"
+                 if d.catalog is not None else f"discover {d.root} ({', '.join(d.include)})")
+        rows.append({"name": p.name, "format": p.format, "location": where or "-",
                      "policy": summary, "tags": list(p.tags), "source": str(p.source)})
     if fmt == "json":
         echo_json({"tables": rows})

@@ -33,11 +33,15 @@ class FormatSpec:
     catalog_tables: bool = False
     #: planned paths may be absolute URIs (a sink manifest lists files by location)
     absolute_paths: bool = False
+    #: the table providers a catalog registers tables of this format under (Spark's
+    #: ``spark.sql.sources.provider``, lower case)
+    catalog_providers: frozenset[str] = frozenset()
 
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("delta", "compactor.formats.delta", "_delta_log",
-               REWRITES | {"vacuum", "set_properties", "repair"}, catalog_tables=True),
+               REWRITES | {"vacuum", "set_properties", "repair"}, catalog_tables=True,
+               catalog_providers=frozenset({"delta"})),
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "_spark_metadata",
                frozenset({"sink_compact", "sink_delete_replaced", "sink_prune"}), strategies=frozenset({"bin_pack"}),
                retention=False, sink_settings=True, absolute_paths=True),
@@ -48,3 +52,9 @@ DEFAULT_FORMAT = FORMATS[0].name
 
 def format_spec(name: str) -> FormatSpec | None:
     return next((f for f in FORMATS if f.name == name), None)
+
+
+def format_for_provider(provider: str) -> FormatSpec | None:
+    """The format a catalog's table provider (``delta``) is planned as; None: no format compactor plans."""
+    p = provider.strip().lower()
+    return next((f for f in FORMATS if p in f.catalog_providers), None)

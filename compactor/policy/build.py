@@ -114,8 +114,13 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
     discover = None
     if "discover" in raw:
         d = raw["discover"]
-        discover = m.Discover(root=d["root"], include=tuple(d.get("include") or ("**",)),
-                              exclude=tuple(d.get("exclude") or ()))
+        discover = m.Discover(root=d.get("root"), include=tuple(d.get("include") or ("**",)),
+                              exclude=tuple(d.get("exclude") or ()), catalog=d.get("catalog"),
+                              namespace=d.get("namespace"))
+        if (d.get("root") is None) == (d.get("catalog") is None):
+            ctx.error("discover", "discover_source", "a discover names either a `root` folder or a `catalog`")
+        elif d.get("catalog") is not None and not d.get("namespace"):
+            ctx.error("discover", "discover_namespace", "a discover over a catalog names its `namespace`")
     if "path" not in raw and "discover" not in raw and not spec.catalog_tables:
         ctx.error("", "missing_location", f"a {fmt} table needs a `path` (or `discover`)",
                   f"catalog names are only supported for {', '.join(f.name for f in FORMATS if f.catalog_tables)} "

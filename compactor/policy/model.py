@@ -151,9 +151,15 @@ class Sink:
 
 @dataclass(frozen=True)
 class Discover:
-    root: str
+    """The tables under a folder (``root``) or in a catalog's namespace (``catalog``, ``namespace``) whose
+    relative path or name matches ``include`` and no ``exclude`` glob."""
+
+    root: str | None = None
     include: tuple[str, ...] = ("**",)
     exclude: tuple[str, ...] = ()
+    #: a catalog of the target (profiles.yml ``catalogs:``) and the namespace (Glue: database) to list
+    catalog: str | None = None
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,13 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
             diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "catalog_needs_spark",
                                     f"'{p.name}' has no path: it is a catalog table and needs the spark engine",
                                     "", "add `path:` or use a spark target", "warning"))
+        d = p.discover
+        if d is not None and d.catalog is not None and target is not None and d.catalog not in target.catalogs:
+            ref = p.location("discover")
+            known = ", ".join(sorted(target.catalogs)) or "none"
+            diags.append(Diagnostic(ref.file, ref.line, ref.col, "unknown_catalog",
+                                    f"catalog '{d.catalog}' is not defined in target '{target.name}' (its catalogs: "
+                                    f"{known})", "", "declare it under the target's `catalogs:` in profiles.yml"))
     return diags
 
 

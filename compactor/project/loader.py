@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from compactor.errors import PolicyError, ProjectError, UsageError
+from compactor.models.catalog import CatalogSettings
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
@@ -108,6 +109,8 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
                             delta_jars=spark.get("delta_jars", "auto"),
                             packages=tuple(spark.get("packages") or ())),
         storage_options={k: str(v) for k, v in (out.get("storage_options") or {}).items()},
+        catalogs={n: CatalogSettings(n, str(c["type"]), {k: str(v) for k, v in c.items() if k != "type"})
+                  for n, c in (out.get("catalogs") or {}).items()},
         threads=out.get("max_concurrent_rewrites", out.get("threads")),
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
         **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),

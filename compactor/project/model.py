@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from compactor.models.catalog import CatalogSettings
+
 Engine = Literal["local", "spark"]
 
 REDACTED = "***"
@@ -65,6 +67,8 @@ class Target:
     max_runtime_s: float | None = None
     #: how long apply watches a table's log after committing to it (tasks/watch.py); 0 turns it off
     watch_window_s: float = DEFAULT_WATCH_WINDOW_S
+    #: the catalogs that name tables (profile key ``catalogs``), by name; option values are secrets
+    catalogs: Mapping[str, CatalogSettings] = field(default_factory=dict, repr=False)
 
     def redacted(self) -> dict[str, Any]:
         """A serialisable description without secrets (for plans, results and logs)."""
@@ -76,6 +80,8 @@ class Target:
                       "conf": _redacted_conf(self.spark.conf, self.storage_options), "delta_jars": self.spark.delta_jars,
                       "packages": list(self.spark.packages)} if self.engine == "spark" else None,
             "storage_options": {k: REDACTED for k in self.storage_options},
+            **({"catalogs": {n: {"type": c.type, **{k: REDACTED for k in c.options}} for n, c in self.catalogs.items()}}
+               if self.catalogs else {}),
         }
 
 

@@ -19,7 +19,7 @@ class Check:
 
 
 def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Iterator[Check]:
-    from compactor.errors import CompactorError
+    from compactor.errors import CompactorError, UnsupportedFormatError
     from compactor.project.compile import compile_project
     from compactor.runtime.secrets import redact, register_secrets
     from compactor.runtime.storage import storage_for
@@ -37,9 +37,12 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
     yield Check("profile", True, f"{t.profile}, target {t.name}, {t.engine} engine")
     register_secrets(t.storage_options)
     discovered: dict[str, Exception] = {}
-    for p in expand_policies(compiled.policies, compiled.project.root, t.storage_options, discovered):
+    for p in expand_policies(compiled.policies, compiled.project.root, t.storage_options, discovered,
+                             catalogs=t.catalogs):
         if p.name in discovered:
-            yield Check(f"table {p.name}", False, redact(str(discovered[p.name])))
+            why = discovered[p.name]
+            yield Check(f"table {p.name}", isinstance(why, UnsupportedFormatError),
+                        redact(str(why)) + (" (skipped)" if isinstance(why, UnsupportedFormatError) else ""))
             continue
         if p.path is None:
             yield Check(f"table {p.name}", t.engine == "spark", "a catalog table: resolved by Spark at plan time")

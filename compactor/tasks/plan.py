@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor import __version__
-from compactor.errors import CompactorError, TableReadError
+from compactor.errors import CompactorError, TableReadError, UnsupportedFormatError
 from compactor.formats import get_format
 from compactor.models.state import TableState, files_table
 from compactor.models.table import TableLocation
@@ -26,12 +26,17 @@ from compactor.runtime.paths import is_uri
 from compactor.runtime.secrets import redact, redact_error, register_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
+    from compactor.catalogs import Catalog
+    from compactor.models.catalog import CatalogSettings
     from compactor.project.compile import CompiledProject
 
 log = logging.getLogger(__name__)
 
 
 def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.datetime, target: Target) -> TablePlan:
+    if isinstance(state, UnsupportedFormatError):  # a catalog's table in a format compactor does not plan
+        return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None,
+                         policy_source=str(policy.source), skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, state.message),))
     if isinstance(state, Exception):
         msg = redact(str(state))
         return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None, error=msg,
@@ -65,17 +70,35 @@ def resolve_path(path: str, root: Path) -> str:
 
 
 def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options: Mapping[str, str],
-                    errors: dict[str, Exception] | None = None) -> list[TablePolicy]:
-    """Resolve relative paths against the project root and expand `discover` entries into tables.
+                    errors: dict[str, Exception] | None = None, *,
+                    catalogs: Mapping[str, CatalogSettings] | None = None) -> list[TablePolicy]:
+    """Resolve relative paths against the project root and expand `discover` entries into tables (under a
+    folder, or in a catalog's namespace: ``catalogs``, the target's).
 
-    A discover that fails (missing root, object store) keeps its policy, unexpanded, and records the
-    error in `errors` under the policy's name, so one bad root never stops the other tables; without
-    `errors` the error is raised."""
+    A discover that fails (missing root, object store, catalog) keeps its policy, unexpanded, and records
+    the error in `errors` under the policy's name, so one bad root never stops the other tables; without
+    `errors` the error is raised. A catalog's table in a format compactor does not plan is recorded there
+    too, as an UnsupportedFormatError (the plan skips it, naming the reason)."""
     from compactor.formats.discover import discover_tables
+    from compactor.tasks.catalog_tables import catalog_policies
 
     out: list[TablePolicy] = []
+    opened: dict[str, Catalog] = {}
     for p in policies:
-        if p.discover is not None:
+        if p.discover is not None and p.discover.catalog is not None:
+            found_errors: dict[str, Exception] = {}
+            try:
+                out += catalog_policies(p, catalogs or {}, opened, found_errors)
+            except CompactorError as e:
+                redact_error(e)
+                if errors is None:
+                    raise
+                errors[p.name] = e
+                out.append(p)
+                continue
+            if errors is not None:
+                errors.update(found_errors)
+        elif p.discover is not None and p.discover.root is not None:
             base = resolve_path(p.discover.root, root)
             try:
                 found = discover_tables(base, p.discover.include, p.discover.exclude, storage_options, fmt=p.format)
@@ -132,7 +155,7 @@ def read_project(compiled: CompiledProject, *,
     register_secrets(compiled.target.storage_options)  # no option value in any error from here on
     discover_errors: dict[str, Exception] = {}
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
-                               discover_errors)
+                               discover_errors, catalogs=compiled.target.catalogs)
     states: dict[str, TableState | Exception] = dict(discover_errors)
     to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
@@ -144,7 +167,8 @@ def read_project(compiled: CompiledProject, *,
     for p in policies:
         if not p.enabled:
             states[p.name] = _disabled_state(p)
-    return ProjectStates(policies, states, discover_errors)
+    failed = {k: e for k, e in discover_errors.items() if not isinstance(e, UnsupportedFormatError)}
+    return ProjectStates(policies, states, failed)
 
 
 def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out: Path | None = None,

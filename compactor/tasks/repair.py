@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactor import __version__
-from compactor.errors import CompactorError, UsageError, VerificationError
+from compactor.errors import CompactorError, UnsupportedFormatError, UsageError, VerificationError
 from compactor.formats import get_format
 from compactor.formats.discover import format_at
 from compactor.models.formats import DEFAULT_FORMAT
@@ -141,7 +141,10 @@ def repair_project(options: ProjectOptions, *, dry_run: bool = False, horizon: i
     report = RepairReport(run_id, dry_run)
     errors: dict[str, Exception] = {}
     so = compiled.target.storage_options
-    for p in expand_policies(compiled.policies, compiled.project.root, so, errors):
+    for p in expand_policies(compiled.policies, compiled.project.root, so, errors, catalogs=compiled.target.catalogs):
+        if isinstance(errors.get(p.name), UnsupportedFormatError):
+            report.tables.append(TableRepair(p.name, p.path or p.name, "skipped", result={"reason": str(errors[p.name])}))
+            continue
         if p.name in errors:
             report.tables.append(TableRepair(p.name, p.path or p.name, "error", str(errors[p.name])))
             continue

@@ -1,0 +1,34 @@
+"""Tables a catalog names: where each lives and in which format (the catalogs in a profile's target)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CatalogSettings:
+    """One entry of a target's ``catalogs:`` (profiles.yml): its name, its type, and the options its client
+    takes (region, endpoint_url, credentials through env_var; never printed or saved)."""
+
+    name: str
+    #: glue (more types register in compactor/catalogs/__init__.py)
+    type: str
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """A table as its catalog registers it. ``format``: the compactor format that plans it (None: a format
+    compactor does not plan, ``reason`` says which and why)."""
+
+    catalog: str
+    namespace: str
+    name: str
+    location: str | None
+    format: str | None
+    reason: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.catalog}.{self.namespace}.{self.name}"

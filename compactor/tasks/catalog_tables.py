@@ -1,0 +1,52 @@
+"""Discover over a catalog: a policy's ``discover: {catalog, namespace, include, exclude}`` becomes one
+policy per matching table, located through the catalog's API (no JVM for Glue). A table in a format
+compactor does not plan (an Iceberg table, a plain parquet table) stays in the plan, skipped as
+unsupported with the catalog's reason."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from dataclasses import replace
+
+from compactor.catalogs import Catalog, open_catalog
+from compactor.errors import CatalogError, UnsupportedFormatError
+from compactor.models.catalog import CatalogSettings
+from compactor.policy.model import TablePolicy
+from compactor.runtime.secrets import register_secrets
+
+#: catalog option keys whose values are credentials (never in an error, a log line or an artifact)
+SECRET_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "token", "client_secret")
+
+
+def catalog_policies(p: TablePolicy, catalogs: Mapping[str, CatalogSettings], opened: dict[str, Catalog],
+                     errors: dict[str, Exception]) -> list[TablePolicy]:
+    """The tables ``p``'s catalog discover selects, each a policy named ``<policy>/<table>`` with the
+    table's location; an unsupported table's policy maps to its reason in ``errors``."""
+    d = p.discover
+    assert d is not None and d.catalog is not None
+    settings = catalogs.get(d.catalog)
+    if settings is None:
+        raise CatalogError(f"{p.name}: catalog '{d.catalog}' is not defined in the target",
+                           hint="declare it under the target's `catalogs:` in profiles.yml")
+    if d.catalog not in opened:
+        register_secrets({k: v for k, v in settings.options.items() if k in SECRET_KEYS})
+        opened[d.catalog] = open_catalog(settings)
+    tables = opened[d.catalog].list_tables(d.namespace or "")
+    out: list[TablePolicy] = []
+    for t in tables:
+        if not _selected(t.name, d.include, d.exclude):
+            continue
+        name = f"{p.name}/{t.name}"
+        if t.format is None or t.location is None:
+            errors[name] = UnsupportedFormatError(f"{t.qualified_name}: {t.reason}")
+            out.append(replace(p, name=name, path=t.location or t.qualified_name, discover=None))
+            continue
+        out.append(replace(p, name=name, path=t.location, format=t.format, discover=None))
+    return out
+
+
+def _selected(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, g) for g in include) and not any(fnmatch.fnmatchcase(name, g)
+                                                                          for g in exclude)
+
