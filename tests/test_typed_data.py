@@ -39,7 +39,6 @@ ALLOWED: dict[str, str] = {
     "formats/file_sink/log:MetadataLog.read_entries.return": SINK_ENTRY,
     "formats/file_sink/log:parse_entries.return": SINK_ENTRY,
     "formats/file_sink/log:read_entries.return": SINK_ENTRY,
-    "formats/file_sink/run:_write_journal.journal": TO_JSON,
     "formats/file_sink/settings:WriterSettings.to_dict.return": TO_JSON,
     "formats/file_sink/state:read_ledger.return": FROM_JSON + ": compactor's ledger of replaced sink files",
     "formats/file_sink/state:read_swaps.return": FROM_JSON + ": compactor's record of the manifests it swapped",

@@ -47,9 +47,9 @@ class FileSinkFormat:
 
     def recover(self, uri: str, storage_options: Mapping[str, str], *, grace_s: float) -> list[str]:
         from compactor.formats.file_sink.location import SinkRoot
-        from compactor.formats.file_sink.run import recover
+        from compactor.formats.file_sink.recovery import recover
 
-        return recover(SinkRoot(uri, storage_options))
+        return recover(SinkRoot(uri, storage_options), grace_s)
 
     def open_session(self, uri: str, storage_options: Mapping[str, str]) -> TableSession:
         return NoSession()  # each sink action reads the manifest itself
