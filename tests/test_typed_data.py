@@ -39,7 +39,6 @@ ALLOWED: dict[str, str] = {
     "formats/file_sink/log:MetadataLog.read_entries.return": SINK_ENTRY,
     "formats/file_sink/log:parse_entries.return": SINK_ENTRY,
     "formats/file_sink/log:read_entries.return": SINK_ENTRY,
-    "formats/file_sink/run:_write_journal.journal": TO_JSON,
     "formats/file_sink/state:read_ledger.return": FROM_JSON + ": compactor's ledger of replaced sink files",
     "formats/file_sink/state:read_swaps.return": FROM_JSON + ": compactor's record of the manifests it swapped",
     "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",

@@ -7,7 +7,9 @@ writes anything, ``<table>/_compactor/journal/<action>.json`` names what it will
 - ``outputs``: the exact files (compactor chooses every output name before writing it);
 - ``staging``: `_`-prefixed folders an engine writes intermediate files into (Spark);
 - ``folders``: folders an engine writes files of its own naming into (delta-rs z-order), with the
-  time window ``[started_at, last heartbeat]`` in which it did.
+  time window ``[started_at, last heartbeat]`` in which it did;
+- ``inputs`` (optional): the files the action replaces, where the format itself retires them after its
+  commit (a file sink's grace-period ledger) rather than the commit doing so.
 
 A heartbeat thread moves ``heartbeat_at`` forward while the action runs. The entry is deleted when the
 action ends normally; when it fails, ``ended_at`` is set and the entry is kept for cleanup.
@@ -16,7 +18,10 @@ action ends normally; when it fails, ``ended_at`` is set and the entry is kept f
 references: named outputs that no commit since the entry's read version references and that are not
 live; staging folders; and, in ``folders``, files written inside the entry's window, by delta-rs (footer
 ``created_by``) or torn, and older than a grace period, so that an appender writing into the same
-folder, whose commit may still be pending, is given time to commit.
+folder, whose commit may still be pending, is given time to commit. When some named output is referenced
+(the run died after its commit), the entry's ``inputs`` that nothing references go to the caller's
+``retire``; an entry with ``inputs`` is never dropped without one. Entries of runs that may still be
+running are skipped; ``live_entries`` names them, for a caller that must refuse to run beside one.
 
 Everything goes through ``runtime.storage.Storage`` with the table's storage options, so the same rules
 hold on local disk, S3, Azure and GCS. Differences on object stores: an entry is replaced by one PUT (a
@@ -45,7 +50,7 @@ from typing import Any
 from compactor.runtime import clock, liveness
 from compactor.runtime.lease import default_ttl_s
 from compactor.runtime.paths import is_remote, local_path
-from compactor.runtime.storage import ObjectNotFoundError, Storage, StorageError, storage_for
+from compactor.runtime.storage import ObjectInfo, ObjectNotFoundError, Storage, StorageError, storage_for
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +86,8 @@ class JournalEntry:
     ended_at: float | None = None
     #: the writing process as runtime/liveness.py checks it
     identity: str = field(default_factory=liveness.identity)
+    #: files (relative) the action replaces and retires itself after its commit (module docstring)
+    inputs: list[str] = field(default_factory=list)
 
     def window_end(self) -> float:
         return self.ended_at if self.ended_at is not None else self.heartbeat_at + 2 * HEARTBEAT_S
@@ -106,7 +113,16 @@ def _entry_path(action: str) -> str:
 def _write(storage: Storage, path: str, entry: JournalEntry) -> None:
     # no fsync on local disk: a killed process's writes survive in the page cache; only a power loss can
     # lose an entry, and then the files it named are merely left for VACUUM (fsync cost 7 ms per action)
-    storage.write_bytes(path, json.dumps(asdict(entry)).encode())
+    data = asdict(entry)
+    if not entry.inputs:
+        del data["inputs"]  # entries without inputs stay as the previous release wrote (and reads) them
+    storage.write_bytes(path, json.dumps(data).encode())
+
+
+def adopt(table_uri: str, entry: JournalEntry, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Put an entry built by the caller (from a record of a previous release) where ``recover`` finds it,
+    under the name of its ``action``; writing it again replaces it."""
+    _write(storage_for(table_uri, storage_options), _entry_path(entry.action), entry)
 
 
 def folders_of(paths: Iterable[str]) -> list[str]:
@@ -118,10 +134,10 @@ class ActionJournal:
 
     def __init__(self, table_uri: str, run_id: str, action: str, read_version: int | None, *,
                  outputs: Collection[str] = (), staging: Collection[str] = (), folders: Collection[str] = (),
-                 storage_options: Mapping[str, Any] | None = None) -> None:
+                 inputs: Collection[str] = (), storage_options: Mapping[str, Any] | None = None) -> None:
         self.storage = storage_for(table_uri, storage_options)
         self.entry = JournalEntry(run_id, action, table_uri, read_version, list(outputs), list(staging),
-                                  list(folders))
+                                  list(folders), inputs=list(inputs))
         self.path = _entry_path(action)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -179,38 +195,64 @@ def _written_by_delta_rs(storage: Storage, rel: str) -> bool:
     return created_by.startswith(("delta-rs", "parquet-rs"))
 
 
-def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]], *,
-            grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
-            storage_options: Mapping[str, Any] | None = None) -> list[str]:
-    """Delete what dead runs left (module docstring). ``referenced(read_version)``: every path live now
-    or named by a commit after ``read_version`` (the format knows how to read its log). Returns deleted
-    paths (relative to the table root). Call while holding the table lease."""
+def _entry_files(storage: Storage) -> tuple[list[ObjectInfo], list[str]]:
+    """(every object in the journal folder, the entries' paths)"""
+    listed = storage.list_dir(JOURNAL_PREFIX)[0]
+    return listed, [o.path for o in listed if o.path.endswith(".json") and not os.path.basename(o.path).startswith(".")]
+
+
+def _read_entry(storage: Storage, jfile: str) -> JournalEntry | None:
+    """The entry at ``jfile``; None when it is gone meanwhile or unreadable (then it is left as it is)."""
+    try:
+        return JournalEntry(**json.loads(storage.read_bytes(jfile)))
+    except ObjectNotFoundError:
+        return None
+    except (ValueError, TypeError) as e:
+        log.warning("ignoring unreadable journal entry %s: %s", jfile, e)
+        return None
+
+
+def live_entries(table_uri: str, storage_options: Mapping[str, Any] | None = None, *,
+                 now: float | None = None) -> list[JournalEntry]:
+    """Entries of runs that may still be running (``JournalEntry.running``): ``recover`` leaves them."""
     storage = storage_for(table_uri, storage_options)
     now = clock.wall() if now is None else now
-    listed = storage.list_dir(JOURNAL_PREFIX)[0]
+    entries = (_read_entry(storage, jfile) for jfile in _entry_files(storage)[1])
+    return [e for e in entries if e is not None and e.running(now)]
+
+
+def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]], *,
+            grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
+            storage_options: Mapping[str, Any] | None = None,
+            retire: Callable[[list[str]], None] | None = None) -> list[str]:
+    """Delete what dead runs left (module docstring). ``referenced(read_version)``: every path live now
+    or named by a commit after ``read_version`` (the format knows how to read its log). ``retire(paths)``:
+    an entry's unreferenced ``inputs`` once its commit landed. Returns deleted paths (relative to the table
+    root). Call while holding the table lease."""
+    storage = storage_for(table_uri, storage_options)
+    now = clock.wall() if now is None else now
+    listed, jfiles = _entry_files(storage)
     for o in listed:  # temp files of entry writes a kill interrupted (local disk)
         if os.path.basename(o.path).startswith(".") and o.path.endswith(".tmp") and now - o.mtime > 60:
             storage.delete(o.path)
-    jfiles = [o.path for o in listed if o.path.endswith(".json") and not os.path.basename(o.path).startswith(".")]
     if not jfiles:
         return []
     slack = _SLACK_REMOTE_S if is_remote(table_uri) else _SLACK_S
     deleted: list[str] = []
     for jfile in jfiles:
-        try:
-            entry = JournalEntry(**json.loads(storage.read_bytes(jfile)))
-        except ObjectNotFoundError:
+        entry = _read_entry(storage, jfile)
+        if entry is None or entry.running(now):
             continue
-        except (ValueError, TypeError) as e:
-            log.warning("ignoring unreadable journal entry %s: %s", jfile, e)
-            continue
-        if entry.running(now):
+        if entry.inputs and retire is None:
+            log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
             continue
         refs = referenced(entry.read_version)
         for rel in entry.outputs:
             if rel not in refs and storage.exists(rel):
                 storage.delete(rel)
                 deleted.append(rel)
+        if entry.inputs and retire is not None and any(rel in refs for rel in entry.outputs):
+            retire([rel for rel in entry.inputs if rel not in refs])  # killed after its commit
         for rel in entry.staging:
             storage.delete_prefix(rel)
         waiting = _recover_folders(storage, entry, refs, grace_s, now, slack, deleted)

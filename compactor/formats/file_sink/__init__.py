@@ -58,9 +58,9 @@ class FileSinkFormat:
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
         from compactor.formats.file_sink.location import SinkRoot
-        from compactor.formats.file_sink.run import recover
+        from compactor.formats.file_sink.recovery import recover
 
-        return recover(SinkRoot(table.uri, table.storage_options))
+        return recover(SinkRoot(table.uri, table.storage_options), grace_s)
 
     def open_session(self, table: TableLocation) -> TableSession:
         return NoSession()  # each sink action reads the manifest itself

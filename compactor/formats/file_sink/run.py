@@ -10,7 +10,8 @@ instead of overwritten, after the same re-check that no newer batch appeared. A 
 file's mtime (which the writer guard reads), so the writer's mtime is recorded in
 ``_compactor/sink_swaps.json`` against the version compactor wrote (state.py reads it back).
 The staging folder is written next to the output and the output is moved into place by copy + delete
-(object stores have no rename); the journal names both, so a kill at any point is recovered."""
+(object stores have no rename); the journal (runtime/journal.py's ``ActionJournal``) names both, and the
+inputs, so a kill at any point is recovered (recovery.py)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.plan import readers_guard, writer_guard
+from compactor.formats.file_sink.recovery import add_to_ledger, clean_up, recover, referenced
 from compactor.formats.file_sink.state import (
     LEDGER,
     METADATA_DIR,
@@ -43,63 +45,11 @@ from compactor.formats.file_sink.state import (
 )
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
-from compactor.runtime import clock, liveness
 from compactor.runtime.faults import crash_point
-from compactor.runtime.lease import default_ttl_s
+from compactor.runtime.journal import ActionJournal
 from compactor.runtime.paths import filesystem
-from compactor.runtime.storage import ObjectNotFoundError
 
 log = logging.getLogger(__name__)
-JOURNAL = "_compactor/sink_journal.json"
-
-
-def _referenced(sink: SinkRoot, files: Any = None) -> set[str]:
-    """Relative paths of the data files the given log files (default: the visible ones) list."""
-    mlog = sink_log(sink)
-    out: set[str] = set()
-    for lf in (mlog.visible_files() if files is None else files(mlog)):
-        for e in mlog.read_entries(lf):
-            found = sink.rel(e["path"])
-            if found is not None:
-                out.add(found)
-    return out
-
-
-def recover(sink: SinkRoot) -> list[str]:
-    """Delete files a run that has provably ended wrote but never listed in the manifest, and its staging
-    folders. Ended: this very process (its own failed action), a process runtime/liveness.py proves gone,
-    or, where nothing is provable (another host or container, a paused process), a journal older than the
-    lease TTL, whose run's lease has expired and whose fence refuses any swap (finding 3 of issue 18)."""
-    try:
-        entry = json.loads(sink.storage.read_bytes(JOURNAL))
-    except ObjectNotFoundError:
-        return []
-    except ValueError:
-        entry = {}
-    ident = str(entry.get("identity") or "")
-    written_at = float(entry.get("written_at") or 0.0)
-    if not (liveness.is_me(ident) or liveness.provably_dead(ident)
-            or clock.wall() - written_at >= default_ttl_s()):
-        raise SinkGuardError("another compactor run's rewrite of this sink may still be under way (its journal is "
-                             "younger than the lease TTL and its process cannot be proved gone); nothing changed",
-                             hint="retry after the lease TTL (COMPACTOR_LEASE_TTL_S, default 15 minutes)")
-    visible = _referenced(sink)
-    removed: list[str] = []
-    files = [r for r in (sink.rel_of_location(f) for f in entry.get("files", [])) if r is not None]
-    for rel in files:
-        if rel not in visible and sink.storage.exists(rel):
-            sink.storage.delete(rel)
-            removed.append(sink.location(rel))
-    inputs = [r for r in (sink.rel_of_location(i) for i in entry.get("inputs", [])) if r is not None]
-    if any(f in visible for f in files) and inputs:
-        # killed after the manifest swap: the replaced inputs still go through the grace period
-        _add_to_ledger(sink, [sink.location(i) for i in inputs if i not in visible])
-    for loc in entry.get("staging", []):
-        folder = sink.rel_of_location(loc)
-        if folder:
-            sink.storage.delete_prefix(folder)
-    sink.storage.delete(JOURNAL)
-    return removed
 
 
 def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
@@ -137,10 +87,9 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if isinstance(action, SinkPruneAction):
         return _prune(sink, action, state)
     sizes = dict(zip(state.files.column("path").to_pylist(), state.files.column("size_bytes").to_pylist()))
-    journal: dict[str, list[str]] = {"files": [], "staging": [],
-                                     "inputs": [sink.location(rels[p]) for p in action.input_paths]}
     jobs: list[BinJob] = []
     finals: list[str] = []
+    stagings: list[str] = []
     for b in action.bins:
         folders = {SinkRoot.folder(rels[p]) for p in b}
         if len(folders) != 1:
@@ -148,35 +97,36 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         folder = folders.pop()
         staging = _join(folder, f"_compactor_staging_{uuid.uuid4().hex}")
         final = _join(folder, f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet")
-        journal["files"].append(sink.location(final))
-        journal["staging"].append(sink.location(staging))
         finals.append(final)
+        stagings.append(staging)
         jobs.append(BinJob(tuple(sink.location(rels[p]) for p in b), sink.location(final),
                            sink.location(staging)))
+    journal = ActionJournal(sink.uri, ctx.commit_metadata.get("compactor.run_id", ""), _journal_name(ctx), None,
+                            outputs=finals, staging=stagings, inputs=[rels[p] for p in action.input_paths],
+                            storage_options=sink.storage_options)
     try:
-        _write_journal(sink, journal)
-        crash_point("sink.journal_written")
-        schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}]),
-                           {i for j in jobs for i in j.inputs}, ctx)
-        written = _engine(ctx).rewrite(jobs, schema)
-        for job, w in zip(jobs, written):
-            if w.rows != w.rows_in:
-                raise VerificationError(f"rewrite of {len(job.inputs)} file(s) produced {w.rows} rows, expected "
-                                        f"{w.rows_in}")
-        rows_in = rows_out = sum(w.rows for w in written)
-        bytes_in = sum(int(sizes.get(p) or 0) for p in action.input_paths)
-        new_entries = [(SinkRoot.sibling_entry(b[0], final.rsplit("/", 1)[-1]), w.size)
-                       for b, final, w in zip(action.bins, finals, written)]
-        if ctx.fence is not None:
-            ctx.fence()
-        crash_point("sink.before_swap")
-        _replace_compact(sink, lc_name, set(action.input_paths), new_entries, sink_facts(state).latest_batch)
-        crash_point("sink.after_swap")
+        with journal:  # on storage before anything is written; kept, marked ended, when the rewrite fails
+            crash_point("sink.journal_written")
+            schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}]),
+                               {i for j in jobs for i in j.inputs}, ctx)
+            written = _engine(ctx).rewrite(jobs, schema)
+            for job, w in zip(jobs, written):
+                if w.rows != w.rows_in:
+                    raise VerificationError(f"rewrite of {len(job.inputs)} file(s) produced {w.rows} rows, "
+                                            f"expected {w.rows_in}")
+            rows_in = rows_out = sum(w.rows for w in written)
+            bytes_in = sum(int(sizes.get(p) or 0) for p in action.input_paths)
+            new_entries = [(SinkRoot.sibling_entry(b[0], final.rsplit("/", 1)[-1]), w.size)
+                           for b, final, w in zip(action.bins, finals, written)]
+            if ctx.fence is not None:
+                ctx.fence()
+            crash_point("sink.before_swap")
+            _replace_compact(sink, lc_name, set(action.input_paths), new_entries, sink_facts(state).latest_batch)
+            crash_point("sink.after_swap")
+            add_to_ledger(sink, [sink.location(rels[p]) for p in action.input_paths])
     except BaseException:
-        recover(sink)
+        clean_up(sink)  # this run's entry says it ended: its unlisted outputs and staging folders go
         raise
-    _add_to_ledger(sink, [sink.location(rels[p]) for p in action.input_paths])  # type: ignore[arg-type]
-    sink.storage.delete(JOURNAL)
     return ActionOutcome(files_removed=len(action.input_paths), files_added=len(new_entries), bytes_removed=bytes_in,
                          bytes_added=sum(size for _, size in new_entries), rows_removed=rows_in,
                          rows_added=rows_out, version_before=state.version, version_after=state.version,
@@ -210,9 +160,10 @@ def _read_schema(location: str, ctx: ActionContext) -> pa.Schema:
     return pq.read_schema(path, filesystem=fs)
 
 
-def _write_journal(sink: SinkRoot, journal: dict[str, Any]) -> None:
-    stamped = {**journal, "identity": liveness.identity(), "written_at": clock.wall()}
-    sink.storage.write_bytes(JOURNAL, json.dumps(stamped).encode())
+def _journal_name(ctx: ActionContext) -> str:
+    """The entry's name in the table's journal folder: the action's commit marker, unique per action."""
+    marker = ctx.commit_metadata.get("compactor.action")
+    return f"{marker}:sink" if marker else f"sink-{uuid.uuid4().hex}"
 
 
 def _engine(ctx: ActionContext) -> Any:
@@ -289,15 +240,8 @@ def _replace_local(sink: SinkRoot, rel: str, content: bytes, latest_batch: int |
     (compact.parent / f".{compact.name}.crc").unlink(missing_ok=True)
 
 
-def _add_to_ledger(sink: SinkRoot, files: list[str]) -> None:
-    entries = read_ledger(sink)
-    now = time.time()
-    entries += [{"file": f, "replaced_at": now} for f in files]
-    sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())  # a kill mid-write never truncates it
-
-
 def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: ActionContext) -> ActionOutcome:
-    referenced = {sink.location(r) for r in _referenced(sink, lambda mlog: mlog.files)}
+    listed = {sink.location(r) for r in referenced(sink, lambda mlog: mlog.files)}
     due = set(action.files)
     # only files compactor itself replaced (its ledger), inside the sink once resolved, never a log file
     recorded = {e["file"] for e in read_ledger(sink)}
@@ -310,7 +254,7 @@ def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: Acti
     deleted, kept = [], []
     for f in sorted(due):
         rel = sink.rel_of_location(f)
-        if f in referenced:
+        if f in listed:
             kept.append(f)  # an older log file still lists it: a reader of that batch could need it
         elif not ctx.dry_run and rel is not None and sink.storage.exists(rel):
             sink.storage.delete(rel)
@@ -347,7 +291,7 @@ def _prune(sink: SinkRoot, action: SinkPruneAction, state: Any) -> ActionOutcome
     _replace_compact(sink, lc_name, set(action.input_paths), [], sink_facts(state).latest_batch)
     if action.delete_files:
         rels = [sink.rel(p) for p in action.input_paths]
-        _add_to_ledger(sink, [sink.location(r) for r in rels if r is not None])
+        add_to_ledger(sink, [sink.location(r) for r in rels if r is not None])
     return ActionOutcome(files_removed=len(action.input_paths), version_before=state.version,
                          version_after=state.version, details=ActionDetails(manifest=lc_name,
                                                                                    pruned=len(action.input_paths)))
