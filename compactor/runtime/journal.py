@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compactor.models.formats import FORMATS
 from compactor.runtime import clock, liveness
 from compactor.runtime.lease import default_ttl_s
 from compactor.runtime.paths import is_remote, local_path
@@ -55,6 +56,10 @@ from compactor.runtime.storage import ObjectInfo, ObjectNotFoundError, Storage, 
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = "journal"
+#: the name of every staging folder compactor writes (engines write a bin's files there first)
+STAGING_PREFIX = "_compactor_staging_"
+#: folders no journal entry may name a path in: every format's log, compactor's own state
+RESERVED_FOLDERS = frozenset({*(f.marker for f in FORMATS), "_compactor"})
 JOURNAL_PREFIX = f"_compactor/{JOURNAL_DIR}"
 HEARTBEAT_S = 1.0
 #: an entry of another host whose heartbeat is older than this belongs to a dead run
@@ -247,6 +252,12 @@ def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]],
             log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
             continue
         refs = referenced(entry.read_version)
+        unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
+                 [rel for rel in entry.staging if not is_staging_folder(rel)]
+        if unsafe:  # never from compactor's own writes: a damaged or edited entry deletes nothing
+            log.warning("keeping journal entry %s: it names %d path(s) that are no output or staging folder of "
+                        "compactor's (e.g. %r); nothing of it was deleted", jfile, len(unsafe), unsafe[0])
+            continue
         for rel in entry.outputs:
             if rel not in refs and storage.exists(rel):
                 storage.delete(rel)
@@ -262,6 +273,25 @@ def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]],
         log.warning("%s: deleted %d uncommitted file(s) left by interrupted compactor runs", table_uri,
                     len(deleted))
     return deleted
+
+
+def _safe_parts(parts: list[str]) -> bool:
+    return all(p and p not in (".", "..") and p not in RESERVED_FOLDERS and "\\" not in p for p in parts)
+
+
+def is_data_file(rel: str) -> bool:
+    """A file a rewrite of compactor's writes: a relative path into the table's data (never into a table's
+    log or compactor's own state, never ``..``), whose name is not hidden (``_``/``.``: logs, staging)."""
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and _safe_parts(parts) and not parts[-1].startswith(("_", "."))
+
+
+def is_staging_folder(rel: str) -> bool:
+    """A staging folder compactor names (``<partition>/_compactor_staging_<token>``): deleting its prefix
+    can never reach the table's data or log."""
+    parts = rel.split("/")
+    return (not rel.startswith("/") and _safe_parts(parts) and parts[-1].startswith(STAGING_PREFIX)
+            and len(parts[-1]) > len(STAGING_PREFIX))
 
 
 def _recover_folders(storage: Storage, entry: JournalEntry, refs: Collection[str], grace_s: float, now: float,

@@ -130,3 +130,26 @@ def test_failed_rewrite_leaves_nothing_and_the_next_run_succeeds(tmp_path: Path)
     assert not list(journal_dir(str(t)).glob("*.json"))
     assert on_disk_unreferenced(t) == set()
     exactly_once(t, n)
+
+
+def test_a_damaged_journal_entry_deletes_nothing(tmp_path: Path) -> None:
+    """An entry of a dead run that names an empty staging path (its prefix is the whole table), the log, a
+    path out of the table or compactor's own state is kept and deletes nothing: recovery only ever deletes
+    files and staging folders compactor itself names."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=3)
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(b"not the table's")
+    log0 = "_delta_log/00000000000000000000.json"
+    for outputs, staging in (([], [""]), ([log0], []), (["../outside.parquet"], []), (["_compactor/x"], []),
+                             ([], ["_delta_log"]), ([], ["../_compactor_staging_x"])):
+        path = _journal(t, [], time.time() - 7200, time.time() - 7200, _dead_pid(), outputs=outputs)
+        doc = json.loads(path.read_text())
+        doc["staging"] = staging
+        path.write_text(json.dumps(doc))
+        assert recover_orphans(str(t), grace_s=0) == []
+        assert path.exists(), (outputs, staging)  # kept, for a person to look at
+        path.unlink()
+    assert (t / log0).exists() and outside.exists()
+    exactly_once(t, n)
+    assert not on_disk_unreferenced(t)
