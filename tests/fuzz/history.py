@@ -13,7 +13,10 @@ brings back the oracle of the version restored (never to before a VACUUM: Delta 
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +28,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.project.model import Target
-from compactor.runtime import faults
+from compactor.runtime import faults, liveness
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import plan_for
 
@@ -36,6 +39,22 @@ CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_
 
 class Killed(BaseException):
     """A simulated SIGKILL: raised at a crash point, it unwinds past every ``except Exception``."""
+
+
+def _as_killed_process(table: Path) -> None:
+    """What a SIGKILL leaves differs from the simulated one in one way: the killed run's process is gone.
+    The lease the simulated kill left (killed right after acquiring it, before any ``finally`` could release
+    it) names this test's live process; it is rewritten to name a process that provably no longer runs, as
+    a real killed run's lease would (runtime/liveness.py)."""
+    lease = table / "_compactor" / "lease.json"
+    if not lease.exists():
+        return
+    info = json.loads(lease.read_text())
+    if info.get("identity") == liveness.identity() and not info.get("released"):
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True)
+        pid = int(dead.stdout)
+        lease.write_text(json.dumps({**info, "pid": pid, "identity": liveness.identity_of(pid)}, sort_keys=True))
 
 
 @dataclass
@@ -165,6 +184,7 @@ class History:
             self.log.append("compactor apply" + (f" (crash point {crash_at} not reached)" if crash_at else ""))
         except Killed:
             self.log.append(f"compactor apply killed at {crash_at}")
+            _as_killed_process(self.path)
         finally:
             faults.set_hook(previous)
         self._after(before)
