@@ -98,6 +98,8 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
                 continue
             if errors is not None:
                 errors.update(found_errors)
+            else:  # no one to hand the reasons to: tables compactor does not plan are left out
+                out = [q for q in out if q.name not in found_errors]
         elif p.discover is not None and p.discover.root is not None:
             base = resolve_path(p.discover.root, root)
             try:
