@@ -3,6 +3,8 @@ asks of its writer."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import click
 
 from compactor.cli import exit_codes
@@ -15,17 +17,21 @@ from compactor.cli.common import (
     handle_errors,
     project_options,
 )
+from compactor.policy.model import TablePolicy
 
 
 @click.command("compile")
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--explain", is_flag=True,
+              help="Also print every selected policy's settings and where each came from (table, namespace, "
+                   "catalog, file or project defaults).")
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, explain, fail_on_empty, debug) -> int:
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
-    sink retention)."""
+    sink retention); with --explain, every selected policy's settings and the layer each comes from."""
     from compactor import api
     from compactor.errors import PolicyError
 
@@ -39,10 +45,16 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     settings = api.writer_settings(options, compiled=compiled)
+    explained = [_explain(p) for p in compiled.policies] if explain else None
     if fmt == "json":
-        echo_json({"streaming_policies": [s.to_dict() for s in settings]})
+        echo_json({"streaming_policies": [s.to_dict() for s in settings],
+                   **({"policies": [asdict(e) for e in explained]} if explained is not None else {})})
         return exit_codes.OK
-    if not settings:
+    for e in explained or ():
+        click.echo(f"{e.name}  ({e.source})")
+        for item in e.values:
+            click.echo(f"  {item.key} = {item.value}  [{item.layer}: {item.at}]")
+    if not settings and not explain:
         click.echo("No spark_file_sink policies selected.")
     for s in settings:
         click.echo(f"{s.table}  ({s.path})")
@@ -55,3 +67,25 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
         for n in s.notes:
             click.echo(f"  # {n}")
     return exit_codes.OK
+
+
+
+@dataclass(frozen=True)
+class _Value:
+    key: str
+    value: object
+    layer: str
+    at: str
+
+
+@dataclass(frozen=True)
+class _Explained:
+    name: str
+    source: str
+    values: list[_Value]
+
+
+def _explain(p: TablePolicy) -> _Explained:
+    """A policy's declared settings, each with the merge layer and the file:line:col it comes from."""
+    return _Explained(p.name, str(p.source), [_Value(k, v, p.location(k).layer or "table", str(p.location(k)))
+                                             for k, v in sorted(p.declared.items()) if k != "name"])

@@ -45,8 +45,8 @@ class _Ctx:
         return self.file, path, *self.doc.pos(path)
 
     def ref(self, key: str) -> m.SourceRef:
-        file, _, line, col = self._where(key)
-        return m.SourceRef(file, line, col)
+        file, path, line, col = self._where(key)
+        return m.SourceRef(file, line, col, layer_of(path, own_file=file == self.file))
 
     def error(self, key: str, code: str, message: str, hint: str | None = None, severity: str = "error") -> None:
         file, path, line, col = self._where(key)
@@ -71,19 +71,37 @@ class _Ctx:
             return default
 
 
-def _record_locations(ctx: _Ctx, value: Any, key: str = "") -> None:
+def layer_of(path: str, *, own_file: bool) -> str:
+    """The merge layer a value's position belongs to (``tables[3].x`` -> table, ``catalogs.c.namespaces.n``
+    -> namespace c.n, ``catalogs.c.defaults`` -> catalog c, ``defaults`` -> file or project defaults)."""
+    parts = path.split(".")
+    if parts[0].startswith("tables["):
+        return "table"
+    if parts[0] == "catalogs" and len(parts) > 3 and parts[2] == "namespaces":
+        return f"namespace {parts[1]}.{parts[3]}"
+    if parts[0] == "catalogs" and len(parts) > 2:
+        return f"catalog {parts[1]}"
+    if parts[0] == "defaults":
+        return "file defaults" if own_file else "project defaults"
+    return ""
+
+
+def _record_locations(ctx: _Ctx, value: Any, key: str = "", declared: dict[str, object] | None = None) -> None:
     if isinstance(value, Mapping):
         for k, v in value.items():
             sub = f"{key}.{k}" if key else k
             ctx.locations[sub] = ctx.ref(sub)
-            _record_locations(ctx, v, sub)
+            if declared is not None and not isinstance(v, Mapping):
+                declared[sub] = v
+            _record_locations(ctx, v, sub, declared)
 
 
 def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
                 layers: list[tuple[Located, str, str]] | None = None) -> tuple[m.TablePolicy | None, list[Diagnostic]]:
     """raw: the merged table mapping (already schema-valid)."""
     ctx = _Ctx(doc, file, base, layers)
-    _record_locations(ctx, raw)
+    declared: dict[str, object] = {}
+    _record_locations(ctx, raw, declared=declared)
     fmt = raw.get("format", DEFAULT_FORMAT)
     spec = format_spec(fmt) or FORMATS[0]  # the schema admits registered formats only
     sinks = ", ".join(f.name for f in FORMATS if f.sink_settings)
@@ -129,7 +147,7 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
         name=raw["name"], format=fmt, path=raw.get("path"), discover=discover,
         tags=tuple(raw.get("tags") or ()), owner=raw.get("owner"), description=raw.get("description"),
         enabled=raw.get("enabled", True), compaction=comp, retention=retention, sink=sink,
-        source=ctx.ref(""), locations=dict(ctx.locations),
+        source=ctx.ref(""), locations=dict(ctx.locations), declared=declared,
     )
     return policy, ctx.diags
 

@@ -33,6 +33,9 @@ class SourceRef:
     file: str
     line: int = 0
     col: int = 0
+    #: which layer of the merge the value comes from: table, namespace <c>.<n>, catalog <c>, file defaults,
+    #: project defaults ("" for positions that are no merged value)
+    layer: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
@@ -183,6 +186,8 @@ class TablePolicy:
     source: SourceRef = field(default_factory=lambda: SourceRef("<memory>"))
     #: dotted key inside the table entry ("compaction.partitions.where") -> SourceRef of its value
     locations: Mapping[str, SourceRef] = field(default_factory=dict)
+    #: every value the merged entry declares (dotted key -> value as written), for `compile --explain`
+    declared: Mapping[str, object] = field(default_factory=dict, compare=False)
 
     @property
     def is_catalog_table(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,9 +139,11 @@ def _compile_file(doc: Located, rel: str, project: Project,
                 known = {(d.json_path, d.code) for d in diags}
                 diags += [d for d in more if (d.json_path, d.code) not in known]
             continue
-        merged = deep_merge(project.defaults, file_defaults, table)
+        cat_layers = _catalog_layers(value, table)
+        merged = deep_merge(project.defaults, file_defaults, *(d for d, _ in cat_layers), table)
         # a key inherited from defaults is reported where the default is written
-        layers = [(doc, rel, f"tables[{i}]"), (doc, rel, "defaults")]
+        layers = [(doc, rel, f"tables[{i}]"), *((doc, rel, base) for _, base in reversed(cat_layers)),
+                  (doc, rel, "defaults")]
         if project_doc is not None:
             layers.append((project_doc, PROJECT_FILE, "defaults"))
         p, d = build_table(merged, doc=doc, file=rel, base=f"tables[{i}]", layers=layers)
@@ -148,6 +151,22 @@ def _compile_file(doc: Located, rel: str, project: Project,
         if p is not None:
             policies.append(p)
     return policies, diags
+
+
+def _catalog_layers(file_doc: Mapping[str, Any], table: Any) -> list[tuple[Mapping[str, Any], str]]:
+    """The file's defaults for the catalog and the namespace a table's discover lists, lowest first (Polaris'
+    order: catalog < namespace < table), each with its position in the file."""
+    d = table.get("discover") if isinstance(table, Mapping) else None
+    if not isinstance(d, Mapping) or not d.get("catalog"):
+        return []
+    cat, ns = str(d["catalog"]), str(d.get("namespace") or "")
+    entry = (file_doc.get("catalogs") or {}).get(cat) or {}
+    out: list[tuple[Mapping[str, Any], str]] = []
+    if entry.get("defaults"):
+        out.append((entry["defaults"], f"catalogs.{cat}.defaults"))
+    if ns and (entry.get("namespaces") or {}).get(ns):
+        out.append((entry["namespaces"][ns], f"catalogs.{cat}.namespaces.{ns}"))
+    return out
 
 
 def _without(table: Any, paths: list[str], base: str) -> dict[str, Any] | None:
