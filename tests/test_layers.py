@@ -18,7 +18,7 @@ ALLOWED = {
     "runtime": set(),
     "engines": {"runtime", "project"},
     "formats": {"engines", "planning", "runtime", "policy", "project"},
-    "catalogs": {"runtime"},
+    "catalogs": {"runtime", "engines", "project"},
     "project": {"policy"},
     "output": {"planning", "policy", "project"},
     # data flows cli -> api -> tasks -> formats -> engines/planning/runtime (docs/architecture.md)

@@ -4,26 +4,21 @@ from __future__ import annotations
 
 from compactor.catalogs.base import Catalog
 from compactor.errors import CatalogError
-from compactor.models.catalog import CatalogSettings
-
-#: catalog types and the option keys each accepts (profiles.yml validation names the others)
-CATALOG_TYPES: dict[str, frozenset[str]] = {}
+from compactor.models.catalog import CATALOG_TYPES, CatalogSettings
+from compactor.project.model import SparkSettings
 
 
-def _register() -> None:
-    from compactor.catalogs.glue import OPTION_KEYS
-
-    CATALOG_TYPES["glue"] = OPTION_KEYS
-
-
-_register()
-
-
-def open_catalog(settings: CatalogSettings) -> Catalog:
+def open_catalog(settings: CatalogSettings, spark: SparkSettings | None = None) -> Catalog:
+    """The catalog of a profile entry. ``spark``: the target's Spark settings (a Hive metastore is read
+    through a SparkSession built from them)."""
     if settings.type == "glue":
         from compactor.catalogs.glue import GlueCatalog
 
         return GlueCatalog(settings)
+    if settings.type == "hive":
+        from compactor.catalogs.hive import HiveCatalog
+
+        return HiveCatalog(settings, spark or SparkSettings())
     raise CatalogError(f"catalog '{settings.name}': unknown type '{settings.type}'",
                        hint=f"types: {', '.join(sorted(CATALOG_TYPES))}")
 

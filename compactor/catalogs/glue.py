@@ -19,7 +19,6 @@ from compactor.models.formats import format_for_provider
 #: profile keys of a glue catalog -> boto3 client arguments
 CLIENT_KEYS = {"region": "region_name", "endpoint_url": "endpoint_url", "aws_access_key_id": "aws_access_key_id",
                "aws_secret_access_key": "aws_secret_access_key", "aws_session_token": "aws_session_token"}
-OPTION_KEYS = frozenset(CLIENT_KEYS) | {"catalog_id", "profile"}
 
 
 class GlueCatalog:

@@ -5,6 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+#: catalog types (profiles.yml ``catalogs: {NAME: {type: ...}}``) and the option keys each accepts
+CATALOG_TYPES: dict[str, frozenset[str]] = {
+    "glue": frozenset({"region", "endpoint_url", "catalog_id", "profile", "aws_access_key_id",
+                       "aws_secret_access_key", "aws_session_token"}),
+    "hive": frozenset({"metastore_uris", "metastore_db", "warehouse"}),
+}
+
 
 @dataclass(frozen=True)
 class CatalogSettings:

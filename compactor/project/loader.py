@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from compactor.errors import PolicyError, ProjectError, UsageError
-from compactor.models.catalog import CatalogSettings
+from compactor.models.catalog import CATALOG_TYPES, CatalogSettings
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
@@ -102,6 +102,15 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
                          hint=f"targets there: {', '.join(outputs)}")
     out = outputs[chosen]
     spark = out.get("spark") or {}
+    for cname, c in (out.get("catalogs") or {}).items():
+        for key in sorted(set(c) - {"type"} - CATALOG_TYPES.get(str(c.get("type")), frozenset())):
+            where = f"{name}.outputs.{chosen}.catalogs.{cname}.{key}"
+            line, col = doc.pos(where)
+            diags.append(Diagnostic(str(path), line, col, "catalog_option",
+                                    f"catalog '{cname}': `{key}` is not an option of a {c.get('type')} catalog",
+                                    where, f"its options: {', '.join(sorted(CATALOG_TYPES[str(c.get('type'))]))}"))
+    if any(d.severity == "error" for d in diags):
+        return Target(), diags
     return Target(
         name=chosen, profile=name, engine=out["engine"],
         spark=SparkSettings(master=spark.get("master"), app_name=spark.get("app_name", "compactor"),

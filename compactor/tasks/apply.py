@@ -191,7 +191,7 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
                          f"'{compiled.target.name}' uses {compiled.target.engine}",
                          hint="pass the same --target as for `compactor plan`")
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options, {},
-                               catalogs=compiled.target.catalogs)
+                               target=compiled.target)
     problems = plan_problems(plan_obj, compiled.project.name, policies, compiled.target.engine)
     if problems:
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")

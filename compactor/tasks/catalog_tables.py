@@ -6,32 +6,31 @@ unsupported with the catalog's reason."""
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
 from dataclasses import replace
 
 from compactor.catalogs import Catalog, open_catalog
 from compactor.errors import CatalogError, UnsupportedFormatError
-from compactor.models.catalog import CatalogSettings
 from compactor.policy.model import TablePolicy
+from compactor.project.model import Target
 from compactor.runtime.secrets import register_secrets
 
 #: catalog option keys whose values are credentials (never in an error, a log line or an artifact)
 SECRET_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "token", "client_secret")
 
 
-def catalog_policies(p: TablePolicy, catalogs: Mapping[str, CatalogSettings], opened: dict[str, Catalog],
+def catalog_policies(p: TablePolicy, target: Target, opened: dict[str, Catalog],
                      errors: dict[str, Exception]) -> list[TablePolicy]:
     """The tables ``p``'s catalog discover selects, each a policy named ``<policy>/<table>`` with the
     table's location; an unsupported table's policy maps to its reason in ``errors``."""
     d = p.discover
     assert d is not None and d.catalog is not None
-    settings = catalogs.get(d.catalog)
+    settings = target.catalogs.get(d.catalog)
     if settings is None:
         raise CatalogError(f"{p.name}: catalog '{d.catalog}' is not defined in the target",
                            hint="declare it under the target's `catalogs:` in profiles.yml")
     if d.catalog not in opened:
         register_secrets({k: v for k, v in settings.options.items() if k in SECRET_KEYS})
-        opened[d.catalog] = open_catalog(settings)
+        opened[d.catalog] = open_catalog(settings, target.spark)
     tables = opened[d.catalog].list_tables(d.namespace or "")
     out: list[TablePolicy] = []
     for t in tables:

@@ -38,7 +38,7 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
     register_secrets(t.storage_options)
     discovered: dict[str, Exception] = {}
     for p in expand_policies(compiled.policies, compiled.project.root, t.storage_options, discovered,
-                             catalogs=t.catalogs):
+                             target=t):
         if p.name in discovered:
             why = discovered[p.name]
             yield Check(f"table {p.name}", isinstance(why, UnsupportedFormatError),

@@ -120,7 +120,7 @@ def table_policy(options: ProjectOptions, table: str) -> TablePolicy:
 
     compiled = compile_project(options)
     pols = expand_policies(compiled.all_policies, compiled.project.root, compiled.target.storage_options, {},
-                           catalogs=compiled.target.catalogs)
+                           target=compiled.target)
     pol = next((p for p in pols if p.name == table), None)
     if pol is None:
         raise UsageError(f"table {table!r} is not declared in {options.project_dir}",

@@ -27,7 +27,6 @@ from compactor.runtime.secrets import redact, redact_error, register_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.catalogs import Catalog
-    from compactor.models.catalog import CatalogSettings
     from compactor.project.compile import CompiledProject
 
 log = logging.getLogger(__name__)
@@ -71,9 +70,9 @@ def resolve_path(path: str, root: Path) -> str:
 
 def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options: Mapping[str, str],
                     errors: dict[str, Exception] | None = None, *,
-                    catalogs: Mapping[str, CatalogSettings] | None = None) -> list[TablePolicy]:
+                    target: Target | None = None) -> list[TablePolicy]:
     """Resolve relative paths against the project root and expand `discover` entries into tables (under a
-    folder, or in a catalog's namespace: ``catalogs``, the target's).
+    folder, or in a catalog's namespace: the ``target``'s catalogs).
 
     A discover that fails (missing root, object store, catalog) keeps its policy, unexpanded, and records
     the error in `errors` under the policy's name, so one bad root never stops the other tables; without
@@ -88,7 +87,7 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
         if p.discover is not None and p.discover.catalog is not None:
             found_errors: dict[str, Exception] = {}
             try:
-                out += catalog_policies(p, catalogs or {}, opened, found_errors)
+                out += catalog_policies(p, target or Target(), opened, found_errors)
             except CompactorError as e:
                 redact_error(e)
                 if errors is None:
@@ -157,7 +156,7 @@ def read_project(compiled: CompiledProject, *,
     register_secrets(compiled.target.storage_options)  # no option value in any error from here on
     discover_errors: dict[str, Exception] = {}
     policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options,
-                               discover_errors, catalogs=compiled.target.catalogs)
+                               discover_errors, target=compiled.target)
     states: dict[str, TableState | Exception] = dict(discover_errors)
     to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:

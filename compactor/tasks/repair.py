@@ -141,7 +141,7 @@ def repair_project(options: ProjectOptions, *, dry_run: bool = False, horizon: i
     report = RepairReport(run_id, dry_run)
     errors: dict[str, Exception] = {}
     so = compiled.target.storage_options
-    for p in expand_policies(compiled.policies, compiled.project.root, so, errors, catalogs=compiled.target.catalogs):
+    for p in expand_policies(compiled.policies, compiled.project.root, so, errors, target=compiled.target):
         if isinstance(errors.get(p.name), UnsupportedFormatError):
             report.tables.append(TableRepair(p.name, p.path or p.name, "skipped", result={"reason": str(errors[p.name])}))
             continue
