@@ -139,12 +139,18 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
             ctx.error("discover", "discover_source", "a discover names either a `root` folder or a `catalog`")
         elif d.get("catalog") is not None and not d.get("namespace"):
             ctx.error("discover", "discover_namespace", "a discover over a catalog names its `namespace`")
-    if "path" not in raw and "discover" not in raw and not spec.catalog_tables:
+    catalog = None
+    if "catalog" in raw:
+        c = raw["catalog"]
+        catalog = m.CatalogRef(c["name"], c["namespace"], c.get("table") or raw["name"])
+        if "path" in raw or "discover" in raw:
+            ctx.error("catalog", "ambiguous_location", "give one of `path`, `discover` or `catalog`")
+    if "path" not in raw and "discover" not in raw and "catalog" not in raw and not spec.catalog_tables:
         ctx.error("", "missing_location", f"a {fmt} table needs a `path` (or `discover`)",
                   f"catalog names are only supported for {', '.join(f.name for f in FORMATS if f.catalog_tables)} "
                   "tables")
     policy = m.TablePolicy(
-        name=raw["name"], format=fmt, path=raw.get("path"), discover=discover,
+        name=raw["name"], format=fmt, path=raw.get("path"), discover=discover, catalog=catalog,
         tags=tuple(raw.get("tags") or ()), owner=raw.get("owner"), description=raw.get("description"),
         enabled=raw.get("enabled", True), compaction=comp, retention=retention, sink=sink,
         source=ctx.ref(""), locations=dict(ctx.locations), declared=declared,

@@ -166,6 +166,15 @@ class Discover:
 
 
 @dataclass(frozen=True)
+class CatalogRef:
+    """A table named in a catalog of the target: ``catalog.namespace.table``."""
+
+    catalog: str
+    namespace: str
+    table: str
+
+
+@dataclass(frozen=True)
 class TablePolicy:
     """One table's declared maintenance policy, with defaults already merged."""
 
@@ -175,6 +184,8 @@ class TablePolicy:
     #: local path or URI; None for catalog tables (identified by ``name``) and discover entries
     path: str | None = None
     discover: Discover | None = None
+    #: the table by its name in a catalog of the target (resolved through the catalog's API at plan time)
+    catalog: CatalogRef | None = None
     tags: tuple[str, ...] = ()
     owner: str | None = None
     description: str | None = None
@@ -191,7 +202,7 @@ class TablePolicy:
 
     @property
     def is_catalog_table(self) -> bool:
-        return self.path is None and self.discover is None
+        return self.path is None and self.discover is None and self.catalog is None
 
     def location(self, key: str) -> SourceRef:
         """Best known position of ``key`` (falls back to parents, then the table entry)."""

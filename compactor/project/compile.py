@@ -156,10 +156,15 @@ def _compile_file(doc: Located, rel: str, project: Project,
 def _catalog_layers(file_doc: Mapping[str, Any], table: Any) -> list[tuple[Mapping[str, Any], str]]:
     """The file's defaults for the catalog and the namespace a table's discover lists, lowest first (Polaris'
     order: catalog < namespace < table), each with its position in the file."""
-    d = table.get("discover") if isinstance(table, Mapping) else None
-    if not isinstance(d, Mapping) or not d.get("catalog"):
+    if not isinstance(table, Mapping):
         return []
-    cat, ns = str(d["catalog"]), str(d.get("namespace") or "")
+    d, c = table.get("discover"), table.get("catalog")
+    if isinstance(d, Mapping) and d.get("catalog"):
+        cat, ns = str(d["catalog"]), str(d.get("namespace") or "")
+    elif isinstance(c, Mapping) and c.get("name"):
+        cat, ns = str(c["name"]), str(c.get("namespace") or "")
+    else:
+        return []
     entry = (file_doc.get("catalogs") or {}).get(cat) or {}
     out: list[tuple[Mapping[str, Any], str]] = []
     if entry.get("defaults"):
@@ -213,12 +218,12 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
             diags.append(Diagnostic(p.source.file, p.source.line, p.source.col, "catalog_needs_spark",
                                     f"'{p.name}' has no path: it is a catalog table and needs the spark engine",
                                     "", "add `path:` or use a spark target", "warning"))
-        d = p.discover
-        if d is not None and d.catalog is not None and target is not None and d.catalog not in target.catalogs:
-            ref = p.location("discover")
+        named = p.discover.catalog if p.discover is not None else p.catalog.catalog if p.catalog is not None else None
+        if named is not None and target is not None and named not in target.catalogs:
+            ref = p.location("discover" if p.discover is not None else "catalog")
             known = ", ".join(sorted(target.catalogs)) or "none"
             diags.append(Diagnostic(ref.file, ref.line, ref.col, "unknown_catalog",
-                                    f"catalog '{d.catalog}' is not defined in target '{target.name}' (its catalogs: "
+                                    f"catalog '{named}' is not defined in target '{target.name}' (its catalogs: "
                                     f"{known})", "", "declare it under the target's `catalogs:` in profiles.yml"))
     return diags
 

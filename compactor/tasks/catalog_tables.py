@@ -24,14 +24,7 @@ def catalog_policies(p: TablePolicy, target: Target, opened: dict[str, Catalog],
     table's location; an unsupported table's policy maps to its reason in ``errors``."""
     d = p.discover
     assert d is not None and d.catalog is not None
-    settings = target.catalogs.get(d.catalog)
-    if settings is None:
-        raise CatalogError(f"{p.name}: catalog '{d.catalog}' is not defined in the target",
-                           hint="declare it under the target's `catalogs:` in profiles.yml")
-    if d.catalog not in opened:
-        register_secrets({k: v for k, v in settings.options.items() if k in SECRET_KEYS})
-        opened[d.catalog] = open_catalog(settings, target.spark)
-    tables = opened[d.catalog].list_tables(d.namespace or "")
+    tables = _open(p.name, d.catalog, target, opened).list_tables(d.namespace or "")
     out: list[TablePolicy] = []
     for t in tables:
         if not _selected(t.name, d.include, d.exclude):
@@ -43,6 +36,30 @@ def catalog_policies(p: TablePolicy, target: Target, opened: dict[str, Catalog],
             continue
         out.append(replace(p, name=name, path=t.location, format=t.format, discover=None))
     return out
+
+
+def catalog_policy(p: TablePolicy, target: Target, opened: dict[str, Catalog],
+                   errors: dict[str, Exception]) -> TablePolicy:
+    """``p`` with the location and format of the table its ``catalog:`` names; a table compactor does not
+    plan maps to its reason in ``errors``."""
+    ref = p.catalog
+    assert ref is not None
+    t = _open(p.name, ref.catalog, target, opened).get_table(ref.namespace, ref.table)
+    if t.format is None or t.location is None:
+        errors[p.name] = UnsupportedFormatError(f"{t.qualified_name}: {t.reason}")
+        return replace(p, path=t.location or t.qualified_name)
+    return replace(p, path=t.location, format=t.format)
+
+
+def _open(policy: str, name: str, target: Target, opened: dict[str, Catalog]) -> Catalog:
+    settings = target.catalogs.get(name)
+    if settings is None:
+        raise CatalogError(f"{policy}: catalog '{name}' is not defined in the target",
+                           hint="declare it under the target's `catalogs:` in profiles.yml")
+    if name not in opened:
+        register_secrets({k: v for k, v in settings.options.items() if k in SECRET_KEYS})
+        opened[name] = open_catalog(settings, target.spark)
+    return opened[name]
 
 
 def _selected(name: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:

@@ -79,7 +79,7 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
     `errors` the error is raised. A catalog's table in a format compactor does not plan is recorded there
     too, as an UnsupportedFormatError (the plan skips it, naming the reason)."""
     from compactor.formats.discover import discover_tables
-    from compactor.tasks.catalog_tables import catalog_policies
+    from compactor.tasks.catalog_tables import catalog_policies, catalog_policy
 
     out: list[TablePolicy] = []
     opened: dict[str, Catalog] = {}
@@ -99,6 +99,15 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
                 errors.update(found_errors)
             else:  # no one to hand the reasons to: tables compactor does not plan are left out
                 out = [q for q in out if q.name not in found_errors]
+        elif p.catalog is not None:
+            try:
+                out.append(catalog_policy(p, target or Target(), opened, errors if errors is not None else {}))
+            except CompactorError as e:
+                redact_error(e)
+                if errors is None:
+                    raise
+                errors[p.name] = e
+                out.append(p)
         elif p.discover is not None and p.discover.root is not None:
             base = resolve_path(p.discover.root, root)
             try:
