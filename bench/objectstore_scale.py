@@ -58,6 +58,7 @@ IN_PROCESS = textwrap.dedent("""
     import pyarrow as pa
     from deltalake import DeltaTable
     from compactor.formats.delta.state import read_delta_state
+    from compactor.models.table import TableLocation
     from compactor.policy.model import Compaction, TablePolicy, Triggers
     from compactor.project.model import Target
     from compactor.tasks.plan import build_plan
@@ -71,7 +72,7 @@ IN_PROCESS = textwrap.dedent("""
         pa.table(DeltaTable(uri, storage_options=so).get_add_actions(flatten=True))
         bare.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        state = read_delta_state(uri, so)
+        state = read_delta_state(TableLocation(uri, so))
         plan = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc),
                           target=Target(storage_options=so), project_name="bench")
         write_plan(plan, out)

@@ -80,7 +80,8 @@ from compactor.tasks.plan_file import write_plan
 from compactor.policy.model import TablePolicy, Compaction
 from compactor.project.model import Target
 from compactor.formats.delta.state import read_delta_state
-state = read_delta_state(sys.argv[1])
+from compactor.models.table import TableLocation
+state = read_delta_state(TableLocation(sys.argv[1]))
 policy = TablePolicy(name="t", path=sys.argv[1], compaction=Compaction(target_file_size=128 * 2**20, min_file_size=2**20))
 plan = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.timezone.utc), target=Target(), project_name="bench")
 write_plan(plan, sys.argv[2])

@@ -54,6 +54,11 @@ class ActionContext:
     def storage_options(self) -> Mapping[str, str]:
         return self.target.storage_options
 
+    @property
+    def location(self) -> TableLocation:
+        """The table's location: its path with the target's storage options (as the table run builds it)."""
+        return TableLocation(self.table.path, self.target.storage_options)
+
 
 class TableSession(Protocol):
     """What a format keeps across one table's actions during apply, typed by the format (Delta: its open

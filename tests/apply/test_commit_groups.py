@@ -10,13 +10,14 @@ from deltalake import DeltaTable
 from compactor.engines.local import LocalEngine
 from compactor.formats.delta.log import commits_after
 from compactor.models.events import BinsDone
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 
 
 def _compactor_commits(t: Path, after: int) -> list:
-    return [c for c in commits_after(str(t), after, None) if c.metadata("compactor.action")]
+    return [c for c in commits_after(TableLocation(str(t)), after) if c.metadata("compactor.action")]
 
 
 def test_partitions_share_commits_of_at_most_commit_every_bins(tmp_path: Path) -> None:

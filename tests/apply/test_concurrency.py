@@ -14,6 +14,7 @@ from compactor.formats.delta import commit as commit_mod
 from compactor.formats.delta import guard as delta_guard
 from compactor.formats.delta.commit import find_commit
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, on_disk_unreferenced, plan_for
@@ -99,15 +100,15 @@ def test_repair_readds_files_only_we_removed(tmp_path: Path) -> None:
 
     t = tmp_path / "t"
     n = make_table(t, partitions=1, appends=6)
-    state = read_delta_state(str(t))
+    state = read_delta_state(TableLocation(str(t)))
     ours = DeltaTable(str(t))
     _rewrite_two_files(t)
     ours.optimize.compact(commit_properties=CommitProperties(custom_metadata={"compactor.action": "m1"}))
     assert sum(ids(t).values()) > n  # duplicated
-    own = find_commit(str(t), None, state.version, "m1")
-    overlap = delta_guard.overlapping_removes(str(t), None, state.version, own.version, own.removes)
+    own = find_commit(TableLocation(str(t)), state.version, "m1")
+    overlap = delta_guard.overlapping_removes(TableLocation(str(t)), state.version, own.version, own.removes)
     assert len(overlap) == 2 and len(own.removes) == 6
-    delta_guard.undo_commit(str(t), None, own, overlap, {"compactor.action": "m1"})
+    delta_guard.undo_commit(TableLocation(str(t)), own, overlap, {"compactor.action": "m1"})
     exactly_once(t, n)
 
 

@@ -20,6 +20,7 @@ from deltalake.transaction import AddAction
 
 from compactor.cli import cli
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, one_table_project, plan_for
@@ -28,7 +29,7 @@ ENGINES = ["local", pytest.param("spark", marks=pytest.mark.spark)]
 
 
 def _live(t: Path) -> set[str]:
-    return set(read_delta_state(str(t)).paths)
+    return set(read_delta_state(TableLocation(str(t))).paths)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -89,7 +90,7 @@ def test_every_partition_value_type_and_encoding(tmp_path: Path, engine: str, re
     run = apply_plan(plan, target=Target(engine=engine))
     assert run.ok, [r.error for r in run.results]
     exactly_once(t, n)
-    assert read_delta_state(str(t)).file_count == 6
+    assert read_delta_state(TableLocation(str(t))).file_count == 6
     # the same typed values, read back by delta-rs from the new files' partitionValues
     values_after = Counter(tuple(sorted(r.items())) for r in _partition_values(t))
     assert set(values_after) == set(values_before)
@@ -125,7 +126,7 @@ def test_table_without_statistics_is_verified_from_footers(tmp_path: Path, engin
         request.getfixturevalue("spark")
     t = tmp_path / "t"
     n = _table_without_stats(t)
-    state = read_delta_state(str(t))
+    state = read_delta_state(TableLocation(str(t)))
     assert state.files.column("num_records").null_count == 6
     plan = plan_for(t, engine=engine)
     assert plan.tables[0].actions[0].rows is None  # unknown from the log

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from compactor.tasks.plan_file import write_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for
 from tests.cluster import DriverClient, StandaloneCluster
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
 def _live(t: Path) -> set[str]:
-    return set(read_delta_state(str(t)).paths)
+    return set(read_delta_state(TableLocation(str(t))).paths)
 
 
 def _bin_of_four(t: Path) -> int:

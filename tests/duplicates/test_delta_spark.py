@@ -14,6 +14,7 @@ import compactor.formats.delta.commit as commit_mod
 from compactor.engines.local import LocalEngine
 from compactor.formats.delta.log import read_commit
 from compactor.formats.delta.repair import detect
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, plan_for
@@ -31,7 +32,7 @@ def _table(t: Path) -> int:
 
 def _operations(t: Path, after: int) -> list[str]:
     out, v = [], after + 1
-    while (c := read_commit(str(t), v)) is not None:
+    while (c := read_commit(TableLocation(str(t)), v)) is not None:
         out.append("compactor" if c.metadata("compactor.action") else c.info.get("operation", "?"))
         v += 1
     return out
@@ -56,7 +57,7 @@ def test_optimize_that_read_before_compactor_committed_is_refused_by_delta_spark
     for attempt in range(3):
         t = tmp_path / f"t{attempt}"
         n = _table(t)
-        v0 = int(detect(str(t)).version)
+        v0 = int(detect(TableLocation(str(t))).version)
         delta_spark.read.format("delta").load(str(t)).count()  # the snapshot is warm: OPTIMIZE's job starts fast
         engine = _Gated()
         runs: list = []
@@ -111,7 +112,7 @@ class _OptimizeDuringRewrite(LocalEngine):
 def test_optimize_committing_before_compactor_makes_compactor_stale(tmp_path: Path, delta_spark) -> None:
     t = tmp_path / "t"
     n = _table(t)
-    v0 = int(detect(str(t)).version)
+    v0 = int(detect(TableLocation(str(t))).version)
     run = apply_plan(plan_for(t), target=Target(), engine=_OptimizeDuringRewrite(delta_spark), watch_s=0)
     (r,) = run.results
     assert r.status == "stale" and "removed by a concurrent commit" in r.error
@@ -125,7 +126,7 @@ def test_optimize_committing_inside_compactors_commit_window_is_reverted(tmp_pat
     removes files OPTIMIZE removed), so the post-commit guard reverts compactor's commit at once."""
     t = tmp_path / "t"
     n = _table(t)
-    v0 = int(detect(str(t)).version)
+    v0 = int(detect(TableLocation(str(t))).version)
     recheck = commit_mod.removed_since
 
     def recheck_then_optimize(*args, **kwargs):
@@ -139,4 +140,4 @@ def test_optimize_committing_inside_compactors_commit_window_is_reverted(tmp_pat
     assert r.status == "success" and r.details.repaired.conflicting_versions == [v0 + 1]
     assert _operations(t, v0) == ["OPTIMIZE", "compactor", "compactor"]  # the rewrite and its repair
     exactly_once(t, n)
-    assert detect(str(t)).open == []
+    assert detect(TableLocation(str(t))).open == []

@@ -13,6 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 from compactor.cli import cli
 from compactor.formats.delta.log import read_commit
 from compactor.formats.delta.repair import readd_horizon_s, repair
+from compactor.models.table import TableLocation
 from compactor.runtime import clock
 from tests.apply.helpers import exactly_once, ids, make_table, one_table_project
 
@@ -74,11 +75,11 @@ def test_finding_4_a_file_vacuum_may_delete_is_restored_as_a_copy_never_re_added
     vacuum = DeltaTable(str(t))  # another tool's VACUUM read the table before the repair...
     clock.advance(readd_horizon_s(2 * 24 * 3600) + 60)  # ...when the tombstones were old enough for it
     try:
-        res = repair(str(t))
+        res = repair(TableLocation(str(t)))
     finally:
         clock.advance(-(readd_horizon_s(2 * 24 * 3600) + 60))
     assert (res.status, res.files_restored, res.files_copied) == ("repaired", 4, 4)
-    commit = read_commit(str(t), res.commits[0])
+    commit = read_commit(TableLocation(str(t)), res.commits[0])
     copies = json.loads(commit.metadata("compactor.repair_copies"))
     assert set(copies) == set(commit.adds) and not set(copies.values()) & set(commit.adds)
     exactly_once(t, n)
@@ -86,15 +87,15 @@ def test_finding_4_a_file_vacuum_may_delete_is_restored_as_a_copy_never_re_added
     live = DeltaTable(str(t))
     assert all(Path(u).exists() for u in live.file_uris()), "the log references a file VACUUM deleted"
     exactly_once(t, n)
-    assert repair(str(t)).status == "clean"
+    assert repair(TableLocation(str(t))).status == "clean"
 
 
 def test_a_young_tombstone_is_re_added_in_place(tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = _duplicated(t)
-    res = repair(str(t))
+    res = repair(TableLocation(str(t)))
     assert (res.status, res.files_restored, res.files_copied) == ("repaired", 4, 0)
-    assert read_commit(str(t), res.commits[0]).metadata("compactor.repair_copies") is None
+    assert read_commit(TableLocation(str(t)), res.commits[0]).metadata("compactor.repair_copies") is None
     exactly_once(t, n)
 
 
@@ -107,7 +108,7 @@ def test_a_repair_whose_content_does_not_add_up_is_refused(tmp_path: Path) -> No
 
     t = tmp_path / "t"
     n = _duplicated(t)
-    (victim,) = detect(str(t)).proposal.remove
+    (victim,) = detect(TableLocation(str(t))).proposal.remove
     rows = pq.read_table(t / victim)
     pq.write_table(rows.set_column(0, "id", pa.array([i + 1000 for i in rows.column("id").to_pylist()])), t / victim)
     v = DeltaTable(str(t)).version()

@@ -16,6 +16,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.repair import detect
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, make_table, plan_for
@@ -91,7 +92,7 @@ def test_randomized_races_leave_every_row_exactly_once(tmp_path: Path) -> None:
             assert run.ok, [(r.type, r.status, r.error) for r in run.results]
             outcome["repaired:planned"] += 1
         exactly_once(t, expected)
-        assert detect(str(t)).open == [], f"race {seed}: {outcome}"
+        assert detect(TableLocation(str(t))).open == [], f"race {seed}: {outcome}"
         total.update(outcome)
     elapsed = time.monotonic() - t0
     print(f"\n{RACES} races in {elapsed:.0f}s: {dict(sorted(total.items()))}")

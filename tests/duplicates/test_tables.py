@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from compactor.cli import cli
 from compactor.formats.delta.log import read_commit
 from compactor.formats.delta.repair import detect, repair
+from compactor.models.table import TableLocation
 from compactor.policy.schema import load_schema
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
@@ -34,7 +35,7 @@ def _after_compactor_commits(t: Path, other: DeltaTable, started: float) -> thre
     def go() -> None:
         v = other.version()
         while time.monotonic() - started < 60:
-            c = read_commit(str(t), v + 1)
+            c = read_commit(TableLocation(str(t)), v + 1)
             if c is None:
                 time.sleep(0.02)
                 continue
@@ -64,14 +65,14 @@ def test_an_external_compaction_committing_after_compactor_is_found_by_the_watch
     named = [r.details.duplicated_later for r in run_.results if r.details.duplicated_later is not None]
     assert named, "the run results name the duplicate"
     (other_version,) = named[0].conflicting_versions  # the other job's commit, not one of compactor's
-    assert read_commit(str(t), other_version).metadata("compactor.action") is None
+    assert read_commit(TableLocation(str(t)), other_version).metadata("compactor.action") is None
     assert sum(ids(t).values()) == 2 * n  # nothing repaired unplanned
     fix = plan_for(t)
     (table,) = fix.tables
     assert table.actions[0].type == "repair" and other_version in table.actions[0].params()["anomalies"]
     assert apply_plan(fix, target=Target(), watch_s=0).ok
     exactly_once(t, n)
-    assert detect(str(t)).open == []
+    assert detect(TableLocation(str(t))).open == []
 
 
 def _duplicated_by_a_race(tmp_path: Path) -> tuple[Path, int, Path]:
@@ -92,7 +93,7 @@ def test_a_duplicated_table_is_reported_by_inspect_and_plan_and_repair_fixes_it_
     t, n, proj = _duplicated_by_a_race(tmp_path)
     later = DeltaTable(str(t)).version()
     ours = [later - 2, later - 1]  # compactor's two commits (one per partition), then the other job's
-    assert all(read_commit(str(t), v).metadata("compactor.action") for v in ours)
+    assert all(read_commit(TableLocation(str(t)), v).metadata("compactor.action") for v in ours)
 
     text = run("inspect", str(t))
     assert text.exit_code == 0 and "1 open" in text.output and f"version {later} rewrote 8 file(s)" in text.output
@@ -160,17 +161,17 @@ def test_the_later_commit_removed_more_files_than_the_earlier_one_they_are_resto
     _rewrite_two_files(t)
     later.optimize.compact()
     assert sum(ids(t).values()) == n + 20
-    res = repair(str(t))
+    res = repair(TableLocation(str(t)))
     assert (res.status, res.files_removed, res.files_restored) == ("repaired", 1, 4)
     assert (res.rows_removed, res.rows_restored, res.rows_deduplicated) == (60, 40, 20)
     exactly_once(t, n)
-    restored = read_commit(str(t), res.commits[0])
+    restored = read_commit(TableLocation(str(t)), res.commits[0])
     assert all(json.loads(a["stats"])["numRecords"] == 10 for a in restored.adds.values())
     assert not restored.data_change
     # the restored files are ordinary live files again: compacting them later is no duplicate
     DeltaTable(str(t)).optimize.compact()
     exactly_once(t, n)
-    assert detect(str(t)).open == []
+    assert detect(TableLocation(str(t))).open == []
 
 
 def test_three_compactions_of_the_same_files_converge_in_one_repair(tmp_path: Path) -> None:
@@ -180,10 +181,10 @@ def test_three_compactions_of_the_same_files_converge_in_one_repair(tmp_path: Pa
     for h in handles:
         h.optimize.compact()
     assert sum(ids(t).values()) == 3 * n
-    assert len(detect(str(t)).open) == 2
-    assert repair(str(t)).status == "repaired"
+    assert len(detect(TableLocation(str(t))).open) == 2
+    assert repair(TableLocation(str(t))).status == "repaired"
     exactly_once(t, n)
-    assert repair(str(t)).status == "clean"
+    assert repair(TableLocation(str(t))).status == "clean"
 
 
 def test_two_repairs_racing_converge(tmp_path: Path, monkeypatch) -> None:
@@ -204,15 +205,15 @@ def test_two_repairs_racing_converge(tmp_path: Path, monkeypatch) -> None:
     def race_once(*args, **kwargs):
         if not raced:
             raced.append(1)
-            repair(str(t))  # the other repair commits between our re-check and our commit
+            repair(TableLocation(str(t)))  # the other repair commits between our re-check and our commit
             return None
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rep, "_touched_since", race_once)
-    repair(str(t))
+    repair(TableLocation(str(t)))
     exactly_once(t, n)
     monkeypatch.setattr(rep, "_touched_since", real)
-    assert repair(str(t)).status == "clean"
+    assert repair(TableLocation(str(t))).status == "clean"
 
 
 def test_detection_works_after_checkpoints_and_log_cleanup(tmp_path: Path) -> None:
@@ -229,13 +230,13 @@ def test_detection_works_after_checkpoints_and_log_cleanup(tmp_path: Path) -> No
     a, b = DeltaTable(str(t)), DeltaTable(str(t))
     a.optimize.compact()
     b.optimize.compact()
-    found = detect(str(t))
+    found = detect(TableLocation(str(t)))
     assert found.first_version == cp - 3 and len(found.open) == 1
     assert found.open[0].rows == n  # from the log's numRecords, files added before the window from footers
-    assert repair(str(t)).status == "repaired"
+    assert repair(TableLocation(str(t))).status == "repaired"
     exactly_once(t, n)
     # a horizon shorter than the distance between the two commits cannot see the duplicate
-    assert detect(str(t), horizon=1).open == []
+    assert detect(TableLocation(str(t)), horizon=1).open == []
 
 
 def test_data_changing_commits_never_race_a_compaction_in_delta_rs(tmp_path: Path) -> None:
@@ -255,7 +256,7 @@ def test_data_changing_commits_never_race_a_compaction_in_delta_rs(tmp_path: Pat
     DeltaTable(str(t2)).delete("id = 3")
     with pytest.raises(CommitFailedError, match="concurrent"):
         stale.optimize.compact()
-    assert detect(str(t)).open == [] and detect(str(t2)).open == []
+    assert detect(TableLocation(str(t))).open == [] and detect(TableLocation(str(t2))).open == []
 
 
 def test_inspect_warns_about_auto_compaction_under_a_policy(tmp_path: Path) -> None:

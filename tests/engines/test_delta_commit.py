@@ -14,6 +14,7 @@ from deltalake import DeltaTable, write_deltalake
 from compactor.errors import StalePlanError
 from compactor.formats.delta.commit import NewFile, RemovedFile, commit_swap, new_file_name
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from tests.apply.helpers import ids
 
 AWKWARD = ["a b", "x/y", "k=v", "100%", "é€", "plain"]
@@ -27,7 +28,7 @@ def _swap_one(t: Path, state, path: str, marker: str) -> object:
     shutil.copyfile(t / path, t / new)
     pv = {c: row[f"partition.{c}"] for c in state.partition_columns}
     dt_ = DeltaTable(str(t))
-    return commit_swap(dt_, str(t), None, read_version=state.version,
+    return commit_swap(dt_, TableLocation(str(t)), read_version=state.version,
                        removed=[RemovedFile(path, row["size_bytes"], pv, row["num_records"])],
                        added=[NewFile(new, (t / new).stat().st_size, pv, json.dumps({"numRecords": row["num_records"]}),
                                       row["num_records"])],
@@ -39,13 +40,13 @@ def test_paths_that_need_url_encoding_are_swapped_exactly(tmp_path: Path) -> Non
     every remove matches its add, so no row is duplicated or lost."""
     t = tmp_path / "t"
     write_deltalake(str(t), pa.table({"s": AWKWARD, "id": pa.array(range(6), pa.int64())}), partition_by=["s"])
-    state = read_delta_state(str(t))
+    state = read_delta_state(TableLocation(str(t)))
     for i, path in enumerate(sorted(state.paths)):
         assert (t / path).is_file(), path  # the state's path names the file on disk
-        own = _swap_one(t, read_delta_state(str(t)), path, f"m{i}")
+        own = _swap_one(t, read_delta_state(TableLocation(str(t))), path, f"m{i}")
         assert set(own.removes) == {path}
     assert sorted(ids(t).items()) == [(i, 1) for i in range(6)]
-    after = read_delta_state(str(t))
+    after = read_delta_state(TableLocation(str(t)))
     assert after.file_count == 6 and not (after.paths & state.paths)
     assert sorted(after.files.column("partition.s").to_pylist()) == sorted(AWKWARD)
 
@@ -54,7 +55,7 @@ def test_a_file_removed_since_the_read_version_refuses_the_commit(tmp_path: Path
     t = tmp_path / "t"
     for i in range(3):
         write_deltalake(str(t), pa.table({"id": pa.array([i], pa.int64())}), mode="append")
-    state = read_delta_state(str(t))
+    state = read_delta_state(TableLocation(str(t)))
     victim = sorted(state.paths)[0]
     _swap_one(t, state, victim, "other-tool")  # someone else rewrote it meanwhile
     version = DeltaTable(str(t)).version()
@@ -67,7 +68,7 @@ def test_a_file_removed_since_the_read_version_refuses_the_commit(tmp_path: Path
 def test_the_commit_carries_the_metadata_it_is_found_by(tmp_path: Path) -> None:
     t = tmp_path / "t"
     write_deltalake(str(t), pa.table({"id": pa.array([1, 2], pa.int64())}))
-    state = read_delta_state(str(t))
+    state = read_delta_state(TableLocation(str(t)))
     own = _swap_one(t, state, sorted(state.paths)[0], f"run:{time.time()}")
     assert own.version == state.version + 1 and not own.data_change
     assert own.metadata("compactor.action").startswith("run:")

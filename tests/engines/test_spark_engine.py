@@ -133,11 +133,12 @@ def test_refuses_dv_and_column_mapping(spark, copy_fixture, fixture: str, featur
     from compactor.formats import get_format
     from compactor.formats.base import ActionContext
     from compactor.formats.delta.state import read_delta_state
+    from compactor.models.table import TableLocation
     from compactor.planning.actions import CompactAction
     from compactor.planning.plan import TablePlan
 
     path = copy_fixture(fixture)
-    state = read_delta_state(str(path))
+    state = read_delta_state(TableLocation(str(path)))
     files = state.files.column("path").to_pylist()
     v = DeltaTable(str(path)).version()
     action = CompactAction(bins=(tuple(files),), target_file_size=2**20, min_file_size=2**19, method="rewrite")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from compactor.formats.delta.repair import detect
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import plan_for
@@ -55,7 +56,7 @@ def _settle(h: History) -> str:
         return "repaired" if "compactor apply (planned repair)" in h.log else "exact"
     lost = expected - rows
     assert not lost, f"{sum(lost.values())} row(s) lost, e.g. {list(lost)[:5]}"
-    found = detect(str(h.path))
+    found = detect(TableLocation(str(h.path)))
     assert found.current and (found.problems or not found.proposal), "rows live twice and nobody reports it"
     return "refused"
 

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
@@ -74,7 +75,7 @@ def journals(uri: str, storage_options: Mapping[str, str] | None = None) -> list
 
 def plan_for(uri: str, storage_options: Mapping[str, str] | None = None, *, engine: str = "local",
              target_size: int = 2**20, min_input_files: int = 2) -> Plan:
-    state = read_delta_state(uri, storage_options)
+    state = read_delta_state(TableLocation(uri, storage_options))
     policy = TablePolicy(name="t", path=uri, compaction=Compaction(
         target_file_size=target_size, min_file_size=target_size // 2, triggers=Triggers(min_input_files=min_input_files)))
     return build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC),

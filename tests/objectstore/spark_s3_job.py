@@ -47,6 +47,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
     from compactor.engines.spark_session import build_session
     from compactor.formats.delta.state import read_delta_state
     from compactor.formats.file_sink.state import read_sink_state
+    from compactor.models.table import TableLocation
     from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
     from compactor.tasks.apply import apply_plan
     from compactor.tasks.plan import build_plan
@@ -106,7 +107,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
     n = make_table(uri, so, partitions=2, appends=3, rows=10)
     dpolicy = TablePolicy(name="t", path=uri, compaction=Compaction(
         target_file_size=1 << 20, min_file_size=1 << 19, triggers=Triggers(min_input_files=2), method="auto"))
-    dplan = build_plan([dpolicy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.UTC),
+    dplan = build_plan([dpolicy], {"t": read_delta_state(TableLocation(uri, so))}, now=dt.datetime.now(dt.UTC),
                        target=target(so, "spark"), project_name="t")
     obs["delta_actions"] = [(a.type, a.method, a.input_files) for a in dplan.tables[0].actions]
     drun = apply_plan(dplan, target=target(so, "spark"))
@@ -114,7 +115,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
                            r.details.sql is not None) for r in drun.results]
     c = ids(uri, so)
     obs["delta_exactly_once"] = sorted(c) == list(range(n)) and set(c.values()) == {1}
-    obs["delta_files_after"] = read_delta_state(uri, so).file_count
+    obs["delta_files_after"] = read_delta_state(TableLocation(uri, so)).file_count
     obs["delta_s"] = round(time.perf_counter() - t0, 1)
     spark.stop()
     print("RESULT " + json.dumps(obs), flush=True)

@@ -45,10 +45,10 @@ def test_plan_and_apply_compact_every_row_once(store_root):
 def test_commit_reader(store_root):
     uri, so = store_root.child("t"), store_root.storage_options
     make_table(uri, so, partitions=1, appends=3)
-    c = read_commit(uri, 1, so)
+    c = read_commit(TableLocation(uri, so), 1)
     assert c is not None and c.version == 1 and len(c.adds) == 1 and c.data_change
-    assert read_commit(uri, 99, so) is None  # not written (yet): None, not an error
-    assert [x.version for x in commits_after(uri, 0, so)] == [1, 2]
+    assert read_commit(TableLocation(uri, so), 99) is None  # not written (yet): None, not an error
+    assert [x.version for x in commits_after(TableLocation(uri, so), 0)] == [1, 2]
 
 
 def test_commit_reader_raises_when_the_store_cannot_be_reached(s3_server):
@@ -60,7 +60,7 @@ def test_commit_reader_raises_when_the_store_cannot_be_reached(s3_server):
     s.close()
     so = {**s3_server.storage_options, "AWS_ENDPOINT_URL": dead, "max_retries": "0", "timeout": "2s"}
     with pytest.raises(StorageError):
-        read_commit(s3_server.uri("nowhere"), 1, so)
+        read_commit(TableLocation(s3_server.uri("nowhere"), so), 1)
 
 
 def test_failed_rewrite_deletes_its_outputs_and_the_next_run_succeeds(store_root):
@@ -173,7 +173,7 @@ def test_z_order_and_vacuum_on_the_store(store_root):
     policy = TablePolicy(name="t", path=uri, compaction=Compaction(
         strategy="z_order", z_order_by=("id",), target_file_size=2**20, min_file_size=2**19,
         triggers=Triggers(min_input_files=2)))
-    plan = build_plan([policy], {"t": read_delta_state(uri, so)}, now=dt.datetime.now(dt.UTC),
+    plan = build_plan([policy], {"t": read_delta_state(TableLocation(uri, so))}, now=dt.datetime.now(dt.UTC),
                       target=target(so), project_name="t")
     assert [a.type for a in plan.tables[0].actions] == ["z_order"]
     run = apply_plan(plan, target=target(so))

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from compactor.formats.delta.log import read_commit
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import faults
 from compactor.tasks.apply import apply_plan
@@ -75,4 +76,4 @@ def test_finding_2_schema_change_between_groups_makes_the_later_groups_stale(tmp
         values += table.column("id").to_pylist()
     assert sorted(values) == list(range(45))
     last = DeltaTable(str(t)).version()
-    assert read_commit(str(t), last).operation == "RENAME COLUMN"  # nothing committed after the rename
+    assert read_commit(TableLocation(str(t)), last).operation == "RENAME COLUMN"  # nothing committed after the rename

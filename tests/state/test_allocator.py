@@ -11,7 +11,8 @@ import pytest
 PROBE = """
 import os, sys
 from compactor.formats.delta.state import read_delta_state
-read_delta_state(sys.argv[1])
+from compactor.models.table import TableLocation
+read_delta_state(TableLocation(sys.argv[1]))
 print(os.environ.get("_RJEM_MALLOC_CONF"))
 """
 

@@ -9,6 +9,7 @@ import pytest
 
 from compactor.errors import TableReadError
 from compactor.formats.delta.state import read_delta_state
+from compactor.models.table import TableLocation
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target
 from compactor.tasks.plan import build_plan
@@ -35,7 +36,7 @@ FIXTURE_PARAMS = ([pytest.param(p, id=p.name) for p in DELTA_FIXTURES]
 @pytest.mark.parametrize("engine", ["local", "spark"])
 def test_fixture_plans_or_is_unreadable(path: Path, engine: str) -> None:
     try:
-        state: object = read_delta_state(str(path))
+        state: object = read_delta_state(TableLocation(str(path)))
     except TableReadError as e:
         assert path.name in UNREADABLE, f"unexpectedly unreadable: {e}"
         assert str(path) in str(e) and len(str(e)) > len(str(path)) + 5  # says which table and why
@@ -57,7 +58,7 @@ def test_fixture_plans_or_is_unreadable(path: Path, engine: str) -> None:
 
 
 def test_unsupported_fixture_reasons_name_the_feature(fixtures_dir: Path) -> None:
-    state = read_delta_state(str(fixtures_dir / "delta-rs" / "table_with_liquid_clustering"))
+    state = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "table_with_liquid_clustering")))
     plan = build_plan([TablePolicy(name="x", path="x")], {"x": state}, now=dt.datetime.now(dt.UTC),
                       target=Target(), project_name="p")
     (skip,) = plan.tables[0].skipped
@@ -66,22 +67,22 @@ def test_unsupported_fixture_reasons_name_the_feature(fixtures_dir: Path) -> Non
 
 def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
     with pytest.raises(TableReadError, match="does not exist"):
-        read_delta_state(str(tmp_path / "nope"))
+        read_delta_state(TableLocation(str(tmp_path / "nope")))
     (tmp_path / "plain").mkdir()
     with pytest.raises(TableReadError, match="not a Delta table"):
-        read_delta_state(str(tmp_path / "plain"))
+        read_delta_state(TableLocation(str(tmp_path / "plain")))
 
 
 def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
     # DVs stored under a random prefix: delta-rs cannot read them, so nobody knows which files carry one
-    unknown = read_delta_state(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"))
+    unknown = read_delta_state(TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large")))
     assert unknown.extra.deletion_vectors_enabled is True
     assert unknown.extra.has_deletion_vectors is None and "deleted_rows" not in unknown.files.column_names
-    known = read_delta_state(str(fixtures_dir / "delta-rs" / "table-with-dv-small"))
+    known = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "table-with-dv-small")))
     assert known.extra.has_deletion_vectors is True
     (path,) = known.extra.deleted_rows
     assert path in known.paths and known.extra.deleted_rows[path] == 2
     assert known.files.column("deleted_rows").to_pylist() == [2]
-    plain = read_delta_state(str(fixtures_dir / "delta-rs" / "simple_table"))
+    plain = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "simple_table")))
     assert plain.extra.has_deletion_vectors is False and plain.extra.deletion_vectors_enabled is False
     assert not plain.extra.deleted_rows and "deleted_rows" not in plain.files.column_names

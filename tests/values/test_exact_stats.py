@@ -9,6 +9,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from compactor.formats.delta.log import read_commit
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import plan_for
@@ -18,7 +19,7 @@ MAX = D("1.000000000000000001")
 
 
 def _stats(t: Path, version: int) -> list[dict]:
-    c = read_commit(str(t), version)
+    c = read_commit(TableLocation(str(t)), version)
     return [json.loads(a["stats"], parse_float=D) for a in c.adds.values()]
 
 

@@ -26,7 +26,7 @@ from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 
-def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int | None) -> DuplicateFacts:
+def duplicate_facts(table: TableLocation, version: int | None) -> DuplicateFacts:
     """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
     (never planned as compaction inputs) and the repair to plan first."""
     import logging
@@ -34,9 +34,9 @@ def duplicate_facts(uri: str, storage_options: Mapping[str, str], version: int |
     from compactor.formats.delta.repair import detect
 
     try:
-        found = detect(uri, storage_options, version=version)
+        found = detect(table, version=version)
     except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
-        logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", uri, e)
+        logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", table.uri, e)
         return DuplicateFacts(scan_error=f"{type(e).__name__}: {e}")
     current = found.current
     if found.proposal is not None and not found.proposal.repairable:
@@ -61,14 +61,14 @@ class DeltaDuplicates:
 
         if expected is not None and not isinstance(expected, RepairProposal):
             raise TypeError(f"expected: a RepairProposal, not {type(expected).__name__}")
-        return repair(table.uri, table.storage_options, horizon=horizon or DEFAULT_HORIZON, commit_metadata=commit_metadata,
+        return repair(table, horizon=horizon or DEFAULT_HORIZON, commit_metadata=commit_metadata,
                       dry_run=dry_run, expected=expected, fence=fence)
 
     def removals_after(self, table: TableLocation, version: int) -> tuple[int, dict[str, list[int]]]:
         """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
         from compactor.formats.delta.detection import removals_after
 
-        return removals_after(table.uri, table.storage_options, version)
+        return removals_after(table, version)
 
 
 class DeltaFormat:
@@ -81,18 +81,15 @@ class DeltaFormat:
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
-        uri, storage_options = table.uri, table.storage_options
-
         if isinstance(session, DeltaSession):  # apply: the actions use the table loaded here
-            state = read_delta_state(uri, storage_options, table=session.open_table())
+            state = read_delta_state(table, table=session.open_table())
         else:
-            state = read_delta_state(uri, storage_options)
+            state = read_delta_state(table)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
-            state = replace(state, vacuum_candidates=vacuum_candidates(uri, storage_options, r.deleted_file_retention))
+            state = replace(state, vacuum_candidates=vacuum_candidates(table, r.deleted_file_retention))
         if policy is not None and policy.enabled and session is None:  # planning (apply runs the planned repair)
-            state = replace(state, extra=replace(delta_facts(state),
-                                                 duplicates=duplicate_facts(uri, storage_options, state.version)))
+            state = replace(state, extra=replace(delta_facts(state), duplicates=duplicate_facts(table, state.version)))
         return state
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
@@ -127,13 +124,13 @@ class DeltaFormat:
         from compactor.formats.delta.run import referenced_paths
         from compactor.runtime.journal import recover
 
-        return recover(table.uri, lambda since: referenced_paths(table.uri, table.storage_options, since),
+        return recover(table.uri, lambda since: referenced_paths(table, since),
                        grace_s=grace_s, storage_options=table.storage_options)
 
     def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession
 
-        return DeltaSession(table.uri, table.storage_options)
+        return DeltaSession(table)
 
     def simulate(self, action: Action, state: TableState) -> TableState:
         if isinstance(action, SetPropertiesAction):
@@ -143,13 +140,13 @@ class DeltaFormat:
     def state_at(self, table: TableLocation, version: int) -> TableState | None:
         from compactor.formats.delta.state import read_delta_state
 
-        return read_delta_state(table.uri, table.storage_options, version=version)
+        return read_delta_state(table, version=version)
 
     def inspect(self, table: TableLocation, state: TableState, *,
                 settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.delta.inspection import inspect_delta
 
-        return inspect_delta(state, table.storage_options, policy_given=settings is not None, horizon=horizon)
+        return inspect_delta(table, state, policy_given=settings is not None, horizon=horizon)
 
     def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         return LogGrowth()  # the report draws no Delta log

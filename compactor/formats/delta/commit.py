@@ -19,6 +19,7 @@ from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError
 from compactor.formats.delta.log import Commit, commits_after
+from compactor.models.table import TableLocation
 from compactor.runtime.faults import crash_point
 
 log = logging.getLogger(__name__)
@@ -61,37 +62,36 @@ def new_file_name(partition_dir: str) -> str:
     return f"{partition_dir}/{name}" if partition_dir else name
 
 
-def removed_since(uri: str, storage_options: Mapping[str, str] | None, version: int,
-                  paths: Sequence[str]) -> dict[str, int]:
+def removed_since(table: TableLocation, version: int, paths: Sequence[str]) -> dict[str, int]:
     """Which of ``paths`` a commit after ``version`` removed -> that commit's version."""
     wanted = set(paths)
     found: dict[str, int] = {}
-    for c in commits_after(uri, version, storage_options):
+    for c in commits_after(table, version):
         for p in wanted.intersection(c.removes):
             found.setdefault(p, c.version)
     return found
 
 
-def table_changed_since(uri: str, storage_options: Mapping[str, str] | None, version: int) -> int | None:
+def table_changed_since(table: TableLocation, version: int) -> int | None:
     """The first commit after ``version`` with a metaData or protocol action (schema, properties, column
     mapping, features), or None. Files planned and rewritten against the table as it was at ``version``
     must not be committed into another schema (finding 2 of issue 18: a rename under column mapping
     between two commit groups had the next group's rewrite fill the renamed column with nulls)."""
-    for c in commits_after(uri, version, storage_options):
+    for c in commits_after(table, version):
         if c.changes_table:
             return c.version
     return None
 
 
-def refuse_if_table_changed(uri: str, storage_options: Mapping[str, str] | None, version: int) -> None:
-    changed = table_changed_since(uri, storage_options, version)
+def refuse_if_table_changed(table: TableLocation, version: int) -> None:
+    changed = table_changed_since(table, version)
     if changed is not None:
         raise StalePlanError(f"version {changed} changed the table's schema, properties or protocol since version "
                              f"{version}, which the plan was made for; nothing of this group was written or "
                              "committed", hint="re-plan")
 
 
-def missing_outputs(uri: str, storage_options: Mapping[str, str] | None, paths: Sequence[str]) -> list[str]:
+def missing_outputs(table: TableLocation, paths: Sequence[str]) -> list[str]:
     """The files among ``paths`` that are not on storage (a commit must never reference a missing file)."""
     import pyarrow.fs as pafs
 
@@ -99,19 +99,18 @@ def missing_outputs(uri: str, storage_options: Mapping[str, str] | None, paths: 
 
     out = []
     for p in paths:
-        fs, fp = filesystem(join(uri, p), storage_options)
+        fs, fp = filesystem(join(table.uri, p), table.storage_options)
         if fs.get_file_info(fp).type != pafs.FileType.File:
             out.append(p)
     return out
 
 
-def find_commit(uri: str, storage_options: Mapping[str, str] | None, after_version: int, marker: str,
-                timeout_s: float = 5.0) -> Commit | None:
+def find_commit(table: TableLocation, after_version: int, marker: str, timeout_s: float = 5.0) -> Commit | None:
     """The commit after ``after_version`` whose metadata carries ``marker`` (None if none within timeout)."""
     deadline = time.monotonic() + timeout_s
     start = after_version
     while True:
-        for c in commits_after(uri, start, storage_options):
+        for c in commits_after(table, start):
             if c.metadata(MARKER) == marker:
                 return c
             start = c.version
@@ -120,22 +119,22 @@ def find_commit(uri: str, storage_options: Mapping[str, str] | None, after_versi
         time.sleep(0.05)
 
 
-def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None, *, read_version: int,
+def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
                 fence: Callable[[], None] | None = None) -> Commit:
     """One dataChange=false commit: add ``added``, remove ``removed``. ``table`` is a DeltaTable handle of
-    the table (at ``read_version`` or later). Right before it, in this order (docs/safety.md): no input
-    removed since ``read_version``, no metaData or protocol change since, every added file on storage,
-    the lease still held (``fence``). Returns the commit as written."""
+    the table (at ``read_version`` or later), ``where`` its location. Right before it, in this order
+    (docs/safety.md): no input removed since ``read_version``, no metaData or protocol change since, every
+    added file on storage, the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
 
-    gone = removed_since(uri, storage_options, read_version, [r.path for r in removed])
+    gone = removed_since(where, read_version, [r.path for r in removed])
     if gone:
         p, v = next(iter(gone.items()))
         raise StalePlanError(f"{len(gone)} input file(s) were removed by a concurrent commit (e.g. {p} in "
                              f"version {v}); nothing was committed", hint="re-plan")
-    refuse_if_table_changed(uri, storage_options, read_version)
-    missing = missing_outputs(uri, storage_options, [f.path for f in added])
+    refuse_if_table_changed(where, read_version)
+    missing = missing_outputs(where, [f.path for f in added])
     if missing:
         raise ApplyError(f"{len(missing)} file(s) this commit would add are not on storage (e.g. {missing[0]}); "
                          "nothing was committed")
@@ -148,34 +147,34 @@ def commit_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
     table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                    partition_by=list(table.metadata().partition_columns),
                                    commit_properties=commit_properties(commit_metadata))
-    own = find_commit(uri, storage_options, read_version, commit_metadata[MARKER])
+    own = find_commit(where, read_version, commit_metadata[MARKER])
     if own is None:
         raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "
                          f"after version {read_version}")
     crash_point("delta.after_commit")
-    deleted = missing_outputs(uri, storage_options, [f.path for f in added])
+    deleted = missing_outputs(where, [f.path for f in added])
     if deleted:  # deleted between the fence and the commit (a paused run whose lease was taken over)
-        revert_swap(table, uri, storage_options, own, read_version, removed, added, commit_metadata)
+        revert_swap(table, where, own, read_version, removed, added, commit_metadata)
         raise ApplyError(f"{len(deleted)} file(s) compactor committed were deleted by another process right before "
                          f"its commit (e.g. {deleted[0]}; the lease was lost while this run was paused?): the commit "
                          f"(version {own.version}) was reverted, every row is as before")
     return own
 
 
-def revert_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None, own: Commit, read_version: int,
+def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str]) -> None:
     """Undo compactor's own swap ``own``: remove the files it added, re-add the files it removed (still
     on storage: their tombstones are seconds old) except those another commit removed first (that
     commit holds their rows). Marked as a repair of ``own`` so that the duplicate replay
     (formats/delta/duplicates.py) reads it as what it is, not as a re-add."""
-    others = removed_since(uri, storage_options, read_version, [r.path for r in removed])
+    others = removed_since(where, read_version, [r.path for r in removed])
     removed = [r for r in removed if others.get(r.path, own.version) >= own.version]
     from deltalake.transaction import AddAction, RemoveAction
 
     from compactor.engines.parquet_stats import footer_stats
     from compactor.runtime.paths import filesystem, join
 
-    lost = missing_outputs(uri, storage_options, [r.path for r in removed])
+    lost = missing_outputs(where, [r.path for r in removed])
     if lost:
         raise ApplyError(f"compactor's commit {own.version} references deleted files and cannot be reverted: "
                          f"{len(lost)} of its inputs are gone too (e.g. {lost[0]})",
@@ -183,7 +182,7 @@ def revert_swap(table: Any, uri: str, storage_options: Mapping[str, str] | None,
     now = int(time.time() * 1000)
     actions: list[Any] = []
     for r in removed:
-        fs, fp = filesystem(join(uri, r.path), storage_options)
+        fs, fp = filesystem(join(where.uri, r.path), where.storage_options)
         _, stats = footer_stats(fp, fs)
         actions.append(AddAction(r.path, r.size, dict(r.partition_values), now, False, stats))
     actions += [RemoveAction(f.path, False, now, f.size, dict(f.partition_values)) for f in added]

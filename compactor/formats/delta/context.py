@@ -23,6 +23,7 @@ from compactor.formats.delta.facts import delta_facts
 from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     Action,
     RewriteAction,
@@ -66,7 +67,7 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
     edited plan could otherwise move files of one partition into another's folder). ``session``: keeps the
     state's path index for the table's next actions."""
     f = state.files
-    index = (session or DeltaSession(state.uri, {})).index(state)
+    index = (session or DeltaSession(TableLocation(state.uri))).index(state)
     rows = f.take(pa.array([index[p] for p in action.input_paths if p in index], pa.int64()))
     cols = [f"partition.{c}" for c in state.partition_columns]
     out: dict[str, RemovedFile] = {}

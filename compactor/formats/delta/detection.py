@@ -23,6 +23,7 @@ from compactor.formats.delta.duplicates import Lineage, analyse, describe
 from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
 from compactor.formats.delta.repair_plan import RepairProposal, propose
 from compactor.models.duplicates import DuplicateReport, LogWindow
+from compactor.models.table import TableLocation
 from compactor.runtime.paths import filesystem, join
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ _READERS = 16
 # ----------------------------------------------------------------------------- reading the window
 
 
-def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: int, start: int | None = None,
+def read_window(table: TableLocation, *, until: int, start: int | None = None,
                 horizon: int = DEFAULT_HORIZON) -> list[Commit]:
     """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
     oldest ones may have been cleaned up), oldest first, every action parsed."""
@@ -47,7 +48,7 @@ def read_window(uri: str, storage_options: Mapping[str, str] | None, *, until: i
         return []
 
     def read(v: int) -> Commit | None:
-        text = read_commit_text(uri, v, storage_options)
+        text = read_commit_text(table, v)
         return None if text is None else parse_commit(v, text)
 
     with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
@@ -77,22 +78,22 @@ def log_rows(lineage: Lineage, paths: set[str]) -> dict[str, int | None]:
     return {p: _stats_rows(lineage.last_add.get(p)) for p in sorted(paths)}
 
 
-def _footer_rows(uri: str, storage_options: Mapping[str, str] | None, path: str) -> int | None:
+def _footer_rows(table: TableLocation, path: str) -> int | None:
     """Rows from the parquet footer (a file added before the window: its add, with numRecords, is not in
     the window); None when the file is gone."""
     import pyarrow.parquet as pq
 
-    fs, p = filesystem(join(uri, path), storage_options)
+    fs, p = filesystem(join(table.uri, path), table.storage_options)
     try:
         return int(pq.ParquetFile(p, filesystem=fs).metadata.num_rows)
     except OSError:
         return None
 
 
-def file_exists(uri: str, path: str, storage_options: Mapping[str, str] | None) -> bool:
+def file_exists(table: TableLocation, path: str) -> bool:
     import pyarrow.fs as pafs
 
-    fs, p = filesystem(join(uri, path), storage_options)
+    fs, p = filesystem(join(table.uri, path), table.storage_options)
     try:
         return fs.get_file_info(p).type == pafs.FileType.File
     except OSError:
@@ -140,18 +141,19 @@ class Detection:
         return LogWindow(self.first_version, self.version)
 
 
-def _latest_version(uri: str, storage_options: Mapping[str, str] | None) -> int:
+def _latest_version(table: TableLocation) -> int:
     from deltalake import DeltaTable
 
-    return int(DeltaTable(uri, storage_options=dict(storage_options or {}) or None, without_files=True).version())
+    return int(DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None,
+                          without_files=True).version())
 
 
-def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, version: int | None = None,
-           start: int | None = None, horizon: int = DEFAULT_HORIZON) -> Detection:
+def detect(table: TableLocation, *, version: int | None = None, start: int | None = None,
+           horizon: int = DEFAULT_HORIZON) -> Detection:
     """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair."""
     if version is None:
-        version = _latest_version(uri, storage_options)
-    commits = read_window(uri, storage_options, until=version, start=start, horizon=horizon)
+        version = _latest_version(table)
+    commits = read_window(table, until=version, start=start, horizon=horizon)
     lineage = analyse(commits)
     proposal = propose(lineage)
     paths = {p for a in lineage.anomalies for p in a.excess}
@@ -160,24 +162,23 @@ def detect(uri: str, storage_options: Mapping[str, str] | None = None, *, versio
     if proposal is not None and proposal.repairable:
         # a repair proves itself on the files: one VACUUM deleted is refused now, in the plan
         needed = sorted({*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep})
-        gone = [p for p in needed if not file_exists(uri, p, storage_options)]
+        gone = [p for p in needed if not file_exists(table, p)]
         if gone:
             proposal = replace(proposal, problems=(
                 f"{len(gone)} file(s) the repair must read are gone from storage (vacuumed?), e.g. {gone[0]}: "
                 "which rows are extra cannot be proved",))
     rows = log_rows(lineage, paths)
     for p in [p for p, n in rows.items() if n is None]:
-        rows[p] = _footer_rows(uri, storage_options, p)
-    return Detection(uri, version, commits[0].version if commits else None, lineage, proposal, rows)
+        rows[p] = _footer_rows(table, p)
+    return Detection(table.uri, version, commits[0].version if commits else None, lineage, proposal, rows)
 
 
-def removals_after(uri: str, storage_options: Mapping[str, str] | None,
-                   version: int) -> tuple[int, dict[str, list[int]]]:
+def removals_after(table: TableLocation, version: int) -> tuple[int, dict[str, list[int]]]:
     """(last version read, {path: versions that removed it}) for the commits after ``version``: the watch
     polls with this."""
     last = version
     found: dict[str, list[int]] = {}
-    for c in commits_after(uri, version, storage_options):
+    for c in commits_after(table, version):
         last = c.version
         for p in c.removes:
             found.setdefault(p, []).append(c.version)

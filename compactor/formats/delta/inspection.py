@@ -3,22 +3,21 @@ when the writers' auto compaction races compactor."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from compactor.formats.delta.detection import DEFAULT_HORIZON, detect
 from compactor.models.inspect import InspectFindings
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 
 AUTO_COMPACT = "delta.autoOptimize.autoCompact"
 
 
-def inspect_delta(state: TableState, storage_options: Mapping[str, str], *, policy_given: bool,
+def inspect_delta(table: TableLocation, state: TableState, *, policy_given: bool,
                   horizon: int | None) -> InspectFindings:
     """``horizon``: how many of the newest commits to scan for duplicate rewrites. ``policy_given``: a
     policy manages the table (auto compaction is then a warning, not a recommendation)."""
     warnings: list[str] = []
     recs: list[str] = []
-    found = detect(state.uri, storage_options, version=state.version, horizon=horizon or DEFAULT_HORIZON)
+    found = detect(table, version=state.version, horizon=horizon or DEFAULT_HORIZON)
     dups = tuple(found.history)
     open_ = [d for d in dups if d.status == "open"]
     if open_:

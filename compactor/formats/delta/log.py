@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from compactor.models.table import TableLocation
 from compactor.runtime.paths import join
 from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
@@ -91,17 +92,17 @@ _CACHE_SIZE = 512
 _CACHE_MAX_ACTIONS = 10_000
 
 
-def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> Commit | None:
+def read_commit(table: TableLocation, version: int) -> Commit | None:
     """The commit of ``version``, or None when it does not exist (not yet written, or cleaned up). Any
     other failure to read it (network, permissions) raises StorageError: "no commit" must mean exactly
     that, or a re-check would miss a concurrent commit."""
-    key = (uri, version)
+    key = (table.uri, version)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
             _CACHE.move_to_end(key)
             return cached
-    text = read_commit_text(uri, version, storage_options)
+    text = read_commit_text(table, version)
     commit = parse_commit(version, text) if text is not None else None
     if commit is not None and len(commit.adds) + len(commit.removes) <= _CACHE_MAX_ACTIONS:
         with _LOCK:
@@ -111,21 +112,20 @@ def read_commit(uri: str, version: int, storage_options: Mapping[str, str] | Non
     return commit
 
 
-def read_commit_text(uri: str, version: int, storage_options: Mapping[str, str] | None = None) -> str | None:
+def read_commit_text(table: TableLocation, version: int) -> str | None:
     """The raw text of a commit, or None when it does not exist."""
     try:
-        data = storage_for(uri, storage_options).read_bytes(f"_delta_log/{version:020d}.json")
+        data = storage_for(table.uri, table.storage_options).read_bytes(f"_delta_log/{version:020d}.json")
     except ObjectNotFoundError:
         return None
     return data.decode("utf-8")
 
 
-def commits_after(uri: str, version: int, storage_options: Mapping[str, str] | None = None,
-                  until: int | None = None) -> Iterator[Commit]:
+def commits_after(table: TableLocation, version: int, until: int | None = None) -> Iterator[Commit]:
     """Commits version+1, version+2, ... up to ``until`` (inclusive) or the first one missing."""
     v = version + 1
     while until is None or v <= until:
-        c = read_commit(uri, v, storage_options)
+        c = read_commit(table, v)
         if c is None:
             return
         yield c

@@ -27,6 +27,7 @@ from compactor.formats.delta.plan import unsupported_reason
 from compactor.formats.delta.rewrite import after_commit
 from compactor.formats.delta.settle import num_records
 from compactor.models.results import ActionDetails
+from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     RewriteAction,
     ZOrderAction,
@@ -52,20 +53,20 @@ def z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
     reason = unsupported_reason(ctx.state, "local")
     if reason:
         raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
-    uri, so = ctx.table.path, ctx.storage_options
+    where = ctx.location
     dt = handle(ctx)
     read_version = dt.version()
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
     marker = ctx.commit_metadata[MARKER]
-    with ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
-                       folders=folders_of(action.input_paths), storage_options=so):
+    with ActionJournal(where.uri, ctx.commit_metadata.get("compactor.run_id", ""), marker, read_version,
+                       folders=folders_of(action.input_paths), storage_options=where.storage_options):
         metrics = dt.optimize.z_order(list(action.z_order_by), partition_filters=partition_filters(action.partition),
                                       target_size=action.target_file_size,
                                       commit_properties=commit_properties(ctx.commit_metadata))
     if not metrics.get("numFilesAdded") and not metrics.get("numFilesRemoved"):
         return ActionOutcome(version_before=read_version, version_after=read_version,
                              details=ActionDetails(note="delta-rs found nothing to rewrite"))
-    own = find_commit(uri, so, read_version, marker)
+    own = find_commit(where, read_version, marker)
     if own is None:
         raise ApplyError(f"delta-rs z-order committed but its commit (marker {marker}) is not in the log")
     return _outcome_from_log(ctx, dt, own, read_version, records)
@@ -75,16 +76,16 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
                       records: Mapping[str, int | None]) -> ActionOutcome:
     """Rows of a commit written by another engine (delta-rs optimize, delta-spark OPTIMIZE): from the log's
     statistics, from the footers where a file has none; deletion vectors subtract their cardinality."""
-    uri, so = ctx.table.path, ctx.storage_options
+    where = ctx.location
     removed_rows = []
     for path, rem in own.removes.items():
         n = records.get(path)
         if n is None:
-            n = _footer_rows(uri, path, so)
+            n = _footer_rows(where, path)
         dv = rem.get("deletionVector") or {}
         removed_rows.append(n - int(dv.get("cardinality") or 0))
     logged = [num_records(a) for a in own.adds.values()]
-    added_rows = [n if n is not None else _footer_rows(uri, p, so) for n, p in zip(logged, own.adds)]
+    added_rows = [n if n is not None else _footer_rows(where, p) for n, p in zip(logged, own.adds)]
     outcome = ActionOutcome(
         files_removed=len(own.removes), files_added=len(own.adds),
         bytes_removed=sum(int(r.get("size") or 0) for r in own.removes.values()),
@@ -100,10 +101,10 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
     return outcome
 
 
-def _footer_rows(uri: str, path: str, storage_options: Mapping[str, str]) -> int:
+def _footer_rows(table: TableLocation, path: str) -> int:
     from compactor.engines.parquet_stats import footer_rows
 
-    return footer_rows([join(uri, path)], storage_options)
+    return footer_rows([join(table.uri, path)], table.storage_options)
 
 
 def native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> ActionOutcome:
@@ -136,7 +137,7 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
                 engine.spark.conf.unset(k)
             else:
                 engine.spark.conf.set(k, v)
-    own = find_commit(uri, ctx.storage_options, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
+    own = find_commit(ctx.location, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
         return [ActionOutcome(version_before=read_version, version_after=read_version,
                               details=ActionDetails(note="delta-spark OPTIMIZE found nothing to rewrite", sql=sql))

@@ -33,6 +33,7 @@ from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
 from compactor.formats.delta.repair_plan import RepairProposal
 from compactor.models.duplicates import DuplicateReport, LogWindow
+from compactor.models.table import TableLocation
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -86,11 +87,11 @@ class RepairError(ApplyError):
     """Rows live twice and compactor will not repair them automatically."""
 
 
-def _reader(uri: str, storage_options: Mapping[str, str] | None) -> Callable[[str], Any]:
+def _reader(table: TableLocation) -> Callable[[str], Any]:
     import pyarrow.parquet as pq
 
     def read(path: str) -> Any:
-        fs, p = filesystem(join(uri, path), storage_options)
+        fs, p = filesystem(join(table.uri, path), table.storage_options)
         with fs.open_input_file(p) as f:  # the file alone: no partition inferred from its folder
             return pq.ParquetFile(f).read()
 
@@ -132,16 +133,16 @@ def _copy_name(path: str) -> str:
     return f"{d}/{name}" if d else name
 
 
-def _copy(uri: str, src: str, dst: str, storage_options: Mapping[str, str] | None) -> int:
-    fs, s = filesystem(join(uri, src), storage_options)
-    _, d = filesystem(join(uri, dst), storage_options)
+def _copy(table: TableLocation, src: str, dst: str) -> int:
+    fs, s = filesystem(join(table.uri, src), table.storage_options)
+    _, d = filesystem(join(table.uri, dst), table.storage_options)
     fs.copy_file(s, d)
     return int(fs.get_file_info(d).size)
 
 
-def _check(uri: str, storage_options: Mapping[str, str] | None, dt: Any, lineage: Lineage,
-           proposal: RepairProposal) -> None:
+def _check(table: TableLocation, dt: Any, lineage: Lineage, proposal: RepairProposal) -> None:
     """Everything that must hold before a repair may commit (raises RepairError / VerificationError)."""
+    uri = table.uri
     if not proposal.repairable:
         raise RepairError(f"{uri}: rows live twice and compactor will not repair them automatically: "
                           f"{'; '.join(proposal.problems)}",
@@ -162,36 +163,35 @@ def _check(uri: str, storage_options: Mapping[str, str] | None, dt: Any, lineage
     if no_pv:
         raise RepairError(f"{uri}: cannot restore {no_pv[0]}: its partition values are not in the log window",
                           hint="widen the window with --horizon")
-    missing = sorted({p for p in touched if not file_exists(uri, p, storage_options)})
+    missing = sorted({p for p in touched if not file_exists(table, p)})
     if missing:
         raise RepairError(f"{uri}: {len(missing)} file(s) the repair must read are gone from storage "
                           f"(vacuumed?), e.g. {missing[0]}: its rows cannot be proved", hint="deduplicate by hand")
     repairs = [v for v in proposal.anomalies if (lineage.commits[v].metadata(REPAIR_OF) or "")]
-    problem = excess_live_before(proposal, lambda v: _live_at(uri, storage_options, v), repairs)
+    problem = excess_live_before(proposal, lambda v: _live_at(table, v), repairs)
     if problem is None:
         parts = {p: _partition_values(lineage, p) or {} for p in touched}
-        problem = ContentCheck(_reader(uri, storage_options), parts).problem(proposal)
+        problem = ContentCheck(_reader(table), parts).problem(proposal)
     if problem:
         raise VerificationError(f"{uri}: {problem}; nothing was committed")
 
 
-def _live_at(uri: str, storage_options: Mapping[str, str] | None, version: int) -> set[str]:
+def _live_at(table: TableLocation, version: int) -> set[str]:
     import pyarrow as pa
     from deltalake import DeltaTable
 
     from compactor.formats.delta.state import _logical_paths
 
-    old = DeltaTable(uri, storage_options=dict(storage_options or {}) or None, version=version)
+    old = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None, version=version)
     col = pa.chunked_array(old.get_add_actions(flatten=True).column("path"))
     return set(_logical_paths(col)[0].to_pylist()) if len(col) else set()
 
 
-def _touched_since(uri: str, storage_options: Mapping[str, str] | None, version: int,
-                   proposal: RepairProposal) -> int | None:
+def _touched_since(table: TableLocation, version: int, proposal: RepairProposal) -> int | None:
     """The first commit after ``version`` that removed a file the repair removes, added or removed a file
     it restores, or changed the schema or protocol: the repair was proved on a view that is gone."""
     removes, restores = set(proposal.remove), set(proposal.restore)
-    for c in commits_after(uri, version, storage_options):
+    for c in commits_after(table, version):
         if removes & set(c.removes) or restores & (set(c.removes) | set(c.adds)) or c.changes_table:
             return c.version
     return None
@@ -202,7 +202,7 @@ def _row_totals(lineage: Lineage, proposal: RepairProposal) -> tuple[int, int]:
     return (sum(rows[p] or 0 for p in proposal.remove), sum(rows[p] or 0 for p in proposal.restore))
 
 
-def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Detection, *,
+def execute(table: TableLocation, detection: Detection, *,
             commit_metadata: Mapping[str, str] | None = None, fence: Callable[[], None] | None = None,
             dry_run: bool = False) -> RepairResult:
     """Prove ``detection.proposal`` on the files and commit it (one dataChange=false commit)."""
@@ -211,7 +211,8 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
 
     from compactor.engines.parquet_stats import footer_stats
 
-    so = dict(storage_options or {}) or None
+    uri = table.uri
+    so = dict(table.storage_options or {}) or None
     result = RepairResult(uri, "clean", window=detection.window(), version_before=detection.version,
                           version_after=detection.version)
     proposal, lineage = detection.proposal, detection.lineage
@@ -222,7 +223,7 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
                               "duplicate (RESTORE) or deduplicate by hand")
         return result
     dt = DeltaTable(uri, storage_options=so, version=detection.version)
-    _check(uri, storage_options, dt, lineage, proposal)
+    _check(table, dt, lineage, proposal)
     now_ms = int(clock.wall() * 1000)
     copies = _must_copy(lineage, proposal, now_ms, retention_s(dict(dt.metadata().configuration)))
     result.duplicates = detection.open
@@ -233,7 +234,7 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
     if dry_run:
         result.status = "would_repair"
         return result
-    if _touched_since(uri, storage_options, int(detection.version or 0), proposal) is not None:
+    if _touched_since(table, int(detection.version or 0), proposal) is not None:
         raise StalePlanError(f"{uri}: the table changed where the repair works since it was proved",
                              hint="re-run `compactor plan` (or `compactor repair`)")
     actions: list[Any] = []
@@ -245,12 +246,12 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
         last = lineage.last_add.get(p) or {}
         stats = last.get("stats")
         if not isinstance(stats, str) or not stats:
-            fs, fp = filesystem(join(uri, p), storage_options)
+            fs, fp = filesystem(join(uri, p), table.storage_options)
             _, stats = footer_stats(fp, fs)
         path, size = p, int(last.get("size") or (lineage.last_remove.get(p) or {}).get("size") or 0)
         if p in copies:
             path = _copy_name(p)
-            size = _copy(uri, p, path, storage_options)
+            size = _copy(table, p, path)
             copy_of[path] = p
         actions.append(AddAction(path, size, dict(_partition_values(lineage, p) or {}), now_ms, False, stats))
     meta = dict(commit_metadata or {})
@@ -258,7 +259,7 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
     cm = {**meta, MARKER: marker, REPAIR_OF: ",".join(map(str, proposal.anomalies)),
           "compactor.repair_chain": ",".join(map(str, proposal.chain)),
           **({REPAIR_COPIES: json.dumps(copy_of, sort_keys=True)} if copy_of else {})}
-    missing = [a.path for a in actions if isinstance(a, AddAction) and not file_exists(uri, a.path, storage_options)]
+    missing = [a.path for a in actions if isinstance(a, AddAction) and not file_exists(table, a.path)]
     if missing:
         raise ApplyError(f"{uri}: {missing[0]}, which the repair adds, is not on storage; nothing was committed")
     if fence is not None:
@@ -267,7 +268,7 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
     dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                 partition_by=list(dt.metadata().partition_columns),
                                 commit_properties=commit_properties(cm))
-    own = find_commit(uri, storage_options, int(detection.version or 0), marker)
+    own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
         raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")
     log.warning("%s: repaired rows live twice (versions %s) in version %d: %d file(s) removed, %d restored "
@@ -279,16 +280,16 @@ def execute(uri: str, storage_options: Mapping[str, str] | None, detection: Dete
     return result
 
 
-def repair(uri: str, storage_options: Mapping[str, str] | None = None, *, start: int | None = None,
-           horizon: int = DEFAULT_HORIZON, commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
+def repair(table: TableLocation, *, start: int | None = None, horizon: int = DEFAULT_HORIZON,
+           commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
            fence: Callable[[], None] | None = None, expected: RepairProposal | None = None) -> RepairResult:
     """Detect and repair the rows live twice in the window. ``expected``: the reviewed repair (a plan's
     repair action): the one derived now must be the same, or nothing is committed (StalePlanError)."""
-    found = detect(uri, storage_options, start=start, horizon=horizon)
+    found = detect(table, start=start, horizon=horizon)
     if expected is not None and not same_repair(found.proposal, expected):
-        raise StalePlanError(f"{uri}: the repair derived from the log now differs from the planned one (the table "
-                             "changed since planning)", hint="re-run `compactor plan`")
-    return execute(uri, storage_options, found, commit_metadata=commit_metadata, fence=fence, dry_run=dry_run)
+        raise StalePlanError(f"{table.uri}: the repair derived from the log now differs from the planned one (the "
+                             "table changed since planning)", hint="re-run `compactor plan`")
+    return execute(table, found, commit_metadata=commit_metadata, fence=fence, dry_run=dry_run)
 
 
 def same_repair(a: RepairProposal | None, b: RepairProposal | None) -> bool:

@@ -22,8 +22,7 @@ def reviewed(action: RepairAction) -> RepairProposal:
 
 
 def run_repair(action: RepairAction, ctx: ActionContext) -> ActionOutcome:
-    uri, so = ctx.table.path, ctx.storage_options
-    result = repair(uri, so, start=action.window_start, expected=reviewed(action),
+    result = repair(ctx.location, start=action.window_start, expected=reviewed(action),
                     commit_metadata=ctx.commit_metadata, fence=ctx.fence, dry_run=ctx.dry_run)
     return ActionOutcome(
         files_removed=result.files_removed, files_added=result.files_restored, rows_removed=result.rows_removed,

@@ -9,7 +9,7 @@ import logging
 import posixpath
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +46,7 @@ from compactor.formats.delta.log import Commit
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.formats.delta.settle import check_commit, discard_uncommitted
 from compactor.models.results import ActionDetails, CommitReverted
+from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     RewriteAction,
     SortAction,
@@ -147,7 +148,7 @@ def _fill_future(future: Future[list[WrittenFile]], fn: Callable[[], list[Writte
         future.set_exception(e)
 
 
-def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read_version: int, marker: str,
+def _end(prepared: _Prepared, table: TableLocation, read_version: int, marker: str,
          error: BaseException | None) -> None:
     """Close the prepared group's journal; after a failure, first delete what it wrote (unless its
     commit landed after all)."""
@@ -156,7 +157,7 @@ def _end(prepared: _Prepared, uri: str, storage_options: Mapping[str, str], read
             prepared.future.result()  # never delete files a background rewrite is still writing
         except BaseException:  # noqa: BLE001 - its own failure is already the story
             pass
-        discard_uncommitted(uri, storage_options, prepared.outputs, prepared.staging, read_version, marker)
+        discard_uncommitted(table, prepared.outputs, prepared.staging, read_version, marker)
         prepared.journal.__exit__(type(error), error, None)
     else:
         prepared.journal.__exit__(None, None, None)
@@ -167,13 +168,12 @@ class PendingGroup:
     """A commit group prepared in the background for the table's next call (kept in its DeltaSession)."""
 
     prepared: _Prepared
-    uri: str
-    storage_options: Mapping[str, str]
+    location: TableLocation
     read_version: int
 
     def discard(self) -> None:
         """The group never ran (stale, or the table stopped): delete what it wrote, close its journal."""
-        _end(self.prepared, self.uri, self.storage_options, self.read_version, "",
+        _end(self.prepared, self.location, self.read_version, "",
              StalePlanError("prepared group did not run"))
 
 
@@ -201,20 +201,20 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
         return  # its own run reports it
     key = ctx.commit_metadata[MARKER] + ":next"
     prepared = _prepare(nxt, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
-    session.pending = PendingGroup(prepared, ctx.table.path, ctx.storage_options, int(ctx.state.version or 0))
+    session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
 def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
                    engine: RewriteEngine) -> list[ActionOutcome | CompactorError]:
     """The rewrite pipeline for one commit group (run_group)."""
-    state, uri, so = ctx.state, ctx.table.path, ctx.storage_options
+    state, where = ctx.state, ctx.location
     read_version = int(state.version or 0)
     session = session_of(ctx)
     inputs = [planned_inputs(state, a, session) for a in rewrites]
     for i in inputs:
         refuse_unrewritable(ctx, i)
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
-        refuse_if_table_changed(uri, so, read_version)
+        refuse_if_table_changed(where, read_version)
     except StalePlanError:
         session.discard_pending()
         raise
@@ -235,19 +235,19 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
             added = [NewFile(rel, w.size, dict(a.partition), w.stats, w.rows)
                      for rel, w in zip(prepared.outputs[cut], written[cut])]
             files.append(([ins[p] for p in a.input_paths], added, written[cut]))
-        stale = _stale_members(uri, so, read_version, files)
-        _drop_outputs(uri, so, [f for k, f in enumerate(files) if k in stale])
+        stale = _stale_members(where, read_version, files)
+        _drop_outputs(where, [f for k, f in enumerate(files) if k in stale])
         keep = [f for k, f in enumerate(files) if k not in stale]
-        own = commit_swap(dt, uri, so, read_version=read_version, removed=[r for f in keep for r in f[0]],
+        own = commit_swap(dt, where, read_version=read_version, removed=[r for f in keep for r in f[0]],
                           added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
                           fence=ctx.fence)
     except _GroupNotCommitted as e:
-        _end(prepared, uri, so, read_version, marker, e)
+        _end(prepared, where, read_version, marker, e)
         return list(e.members)
     except BaseException as e:
-        _end(prepared, uri, so, read_version, marker, e)
+        _end(prepared, where, read_version, marker, e)
         raise
-    _end(prepared, uri, so, read_version, marker, None)
+    _end(prepared, where, read_version, marker, None)
     outcomes = []
     for k, (removed, added, w) in enumerate(files):
         if k in stale:
@@ -292,11 +292,11 @@ def _verify_members(actions: Sequence[RewriteAction], prepared: _Prepared,
             for e in errors]
 
 
-def _stale_members(uri: str, storage_options: Mapping[str, str], read_version: int,
+def _stale_members(table: TableLocation, read_version: int,
                    files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> dict[int, CompactorError]:
     """Members of a group with an input a concurrent commit removed since ``read_version`` (they stay out
     of the commit; the others go ahead). Raises StalePlanError when that is all of them."""
-    gone = removed_since(uri, storage_options, read_version, [r.path for f in files for r in f[0]])
+    gone = removed_since(table, read_version, [r.path for f in files for r in f[0]])
     if not gone:
         return {}
     stale: dict[int, CompactorError] = {}
@@ -311,12 +311,12 @@ def _stale_members(uri: str, storage_options: Mapping[str, str], read_version: i
     return stale
 
 
-def _drop_outputs(uri: str, storage_options: Mapping[str, str],
+def _drop_outputs(table: TableLocation,
                   files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> None:
     """Delete the outputs of group members that stay out of the commit (the journal still names them)."""
     if not files:
         return
-    storage = storage_for(uri, storage_options)
+    storage = storage_for(table.uri, table.storage_options)
     for _, added, _ in files:
         for n in added:
             storage.delete(n.path)
@@ -325,13 +325,13 @@ def _drop_outputs(uri: str, storage_options: Mapping[str, str],
 def after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],
                   outcome: ActionOutcome) -> ActionOutcome:
     """The overlap guard, then the log check: the commit holds exactly the planned swap."""
-    uri, so = ctx.table.path, ctx.storage_options
+    where = ctx.location
     read_version = int(outcome.version_before or 0)
-    overlap = guard.overlapping_removes(uri, so, read_version, own.version, [r.path for r in removed])
+    overlap = guard.overlapping_removes(where, read_version, own.version, [r.path for r in removed])
     if overlap:
         # no fence: the commit landed, and reverting it must not wait for a lease this run may have lost
         # while paused (the revert is proved on the files like every repair, and re-checks the log)
-        repair = guard.undo_commit(uri, so, own, overlap, ctx.commit_metadata)
+        repair = guard.undo_commit(where, own, overlap, ctx.commit_metadata)
         outcome.details.repaired = CommitReverted(len(overlap), repair.version, sorted(set(overlap.values())))
         outcome.version_after = repair.version
         outcome.files_added = outcome.files_removed = 0

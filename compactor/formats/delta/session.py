@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from compactor.models.state import TableState
+from compactor.models.table import TableLocation
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -32,8 +33,7 @@ class PathIndex:
 
 @dataclass
 class DeltaSession:
-    uri: str
-    storage_options: Mapping[str, str]
+    location: TableLocation
     table: DeltaTable | None = None
     path_index: PathIndex | None = None
     pending: PendingWork | None = field(default=None, repr=False)
@@ -46,13 +46,13 @@ class DeltaSession:
 
         try:
             if self.table is None:
-                self.table = DeltaTable(self.uri, storage_options=dict(self.storage_options) or None)
+                self.table = DeltaTable(self.location.uri, storage_options=dict(self.location.storage_options) or None)
             else:
                 self.table.update_incremental()
         except Exception as e:  # noqa: BLE001 - delta-rs raises several types
             from compactor.formats.delta.state import _reason
 
-            raise TableReadError(f"{self.uri}: {_reason(self.uri, e)}") from None
+            raise TableReadError(f"{self.location.uri}: {_reason(self.location.uri, e)}") from None
         return self.table
 
     def index(self, state: TableState) -> Mapping[str, int]:
@@ -78,4 +78,4 @@ def session_of(ctx: ActionContext) -> DeltaSession:
     """The table run's session; an action run on its own (no session in its context) gets one of its own."""
     if isinstance(ctx.session, DeltaSession):
         return ctx.session
-    return DeltaSession(ctx.table.path, ctx.storage_options)
+    return DeltaSession(ctx.location)

@@ -12,6 +12,7 @@ from compactor.errors import VerificationError
 from compactor.formats.base import ActionOutcome
 from compactor.formats.delta.commit import find_commit
 from compactor.formats.delta.log import Commit, commits_after
+from compactor.models.table import TableLocation
 from compactor.runtime.storage import StorageError, storage_for
 
 log = logging.getLogger(__name__)
@@ -39,34 +40,34 @@ def num_records(action: Mapping[str, Any]) -> int | None:
     return stats.get("numRecords") if isinstance(stats, Mapping) else None
 
 
-def discard_uncommitted(uri: str, storage_options: Mapping[str, str], outputs: Sequence[str],
-                        staging: Sequence[str], read_version: int, marker: str) -> None:
+def discard_uncommitted(table: TableLocation, outputs: Sequence[str], staging: Sequence[str], read_version: int,
+                        marker: str) -> None:
     """Delete what a failed rewrite wrote - unless its commit landed after all (an interrupt inside the
     commit call): files the log references are never deleted. If the log cannot be read, the journal
     stays and the next run's recover decides."""
     try:
-        landed = find_commit(uri, storage_options, read_version, marker, timeout_s=0) is not None
+        landed = find_commit(table, read_version, marker, timeout_s=0) is not None
     except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
-        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", uri)
+        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", table.uri)
         return
     if landed:
         return
-    storage = storage_for(uri, storage_options)
+    storage = storage_for(table.uri, table.storage_options)
     try:
         for rel in outputs:
             storage.delete(rel)
         for rel in staging:
             storage.delete_prefix(rel)
     except StorageError as e:  # the journal stays; the next run's recover deletes what is left
-        log.warning("%s: could not delete uncommitted outputs now: %s", uri, e)
+        log.warning("%s: could not delete uncommitted outputs now: %s", table.uri, e)
 
 
-def referenced_paths(uri: str, storage_options: Mapping[str, str] | None, since_version: int | None) -> set[str]:
+def referenced_paths(table: TableLocation, since_version: int | None) -> set[str]:
     """Paths live now or named by any add/remove committed after ``since_version`` (crash recovery)."""
     from compactor.formats.delta.state import read_delta_state
 
-    refs = set(read_delta_state(uri, storage_options).paths)
-    for c in commits_after(uri, since_version if since_version is not None else -1, storage_options):
+    refs = set(read_delta_state(table).paths)
+    for c in commits_after(table, since_version if since_version is not None else -1):
         refs.update(c.adds)
         refs.update(c.removes)
     return refs

@@ -18,7 +18,6 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -29,6 +28,7 @@ import pyarrow.compute as pc
 from compactor.errors import TableReadError
 from compactor.formats.delta.facts import DeltaFacts
 from compactor.models.state import Protocol, TableState
+from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.secrets import error_text, redact, register_secrets
 
@@ -158,12 +158,12 @@ def serialize_partition_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pc.cast(arr, pa.string())
 
 
-def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
-                     version: int | None = None, *, table: Any = None) -> TableState:
-    """The live files and metadata of a Delta table. Raises TableReadError with a clear reason.
-    ``table``: an open DeltaTable of ``uri`` to read instead of loading the log again."""
+def read_delta_state(where: TableLocation, version: int | None = None, *, table: Any = None) -> TableState:
+    """The live files and metadata of the Delta table at ``where``. Raises TableReadError with a clear reason.
+    ``table``: an open DeltaTable of it to read instead of loading the log again."""
+    uri = where.uri
     configure_delta_rs_allocator()
-    register_secrets(storage_options)  # error texts below never show an option's value
+    register_secrets(where.storage_options)  # error texts below never show an option's value
     from deltalake import DeltaTable
 
     if table is None and not is_remote(uri):
@@ -174,7 +174,7 @@ def read_delta_state(uri: str, storage_options: Mapping[str, str] | None = None,
             raise TableReadError(f"{uri}: not a Delta table (no _delta_log directory)")
     try:
         dt = table if table is not None else \
-            DeltaTable(uri, storage_options=dict(storage_options or {}) or None, version=version)
+            DeltaTable(uri, storage_options=dict(where.storage_options or {}) or None, version=version)
         meta = dt.metadata()
         proto = dt.protocol()
         actions = dt.get_add_actions(flatten=True)
@@ -254,13 +254,13 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
     return out
 
 
-def vacuum_candidates(uri: str, storage_options: Mapping[str, str] | None, retention_s: int) -> int | None:
+def vacuum_candidates(table: TableLocation, retention_s: int) -> int | None:
     """How many files a VACUUM with this retention would delete now (a delta-rs dry run); None if unknown."""
     from deltalake import DeltaTable
 
     hours = max(1, -(-retention_s // 3600))
     try:
-        dt = DeltaTable(uri, storage_options=dict(storage_options or {}) or None)
+        dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
         return len(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False))
     except Exception:  # noqa: BLE001 - a count we cannot get is reported as unknown
         return None
