@@ -29,8 +29,10 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
         if p.retention is not None and p.retention.vacuum.enabled:
             summary += ", vacuum"
         d = p.discover
-        where = (p.path if d is None else f"catalog {d.catalog}: {d.namespace} ({', '.join(d.include)})"
-                 if d.catalog is not None else f"discover {d.root} ({', '.join(d.include)})")
+        ref = p.catalog
+        where = (f"catalog {ref.catalog}: {ref.namespace}.{ref.table}" if ref is not None else p.path if d is None
+                 else f"catalog {d.catalog}: {d.namespace} ({', '.join(d.include)})" if d.catalog is not None
+                 else f"discover {d.root} ({', '.join(d.include)})")
         rows.append({"name": p.name, "format": p.format, "location": where or "-",
                      "policy": summary, "tags": list(p.tags), "source": str(p.source)})
     if fmt == "json":
