@@ -23,6 +23,7 @@ from compactor.formats import get_format
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.recovery import LEGACY_JOURNAL
 from compactor.formats.file_sink.state import read_sink_state
+from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import journal, liveness
 from compactor.runtime.journal import ActionJournal, JournalEntry, journal_dir, pending_journals
@@ -42,7 +43,7 @@ POINTS = ("sink.journal_written", "sink.before_swap", "sink.after_swap")
 
 
 def _recover(out: Path) -> list[str]:
-    return get_format("spark_file_sink").recover(str(out), {}, grace_s=3600)
+    return get_format("spark_file_sink").recover(TableLocation(str(out)), grace_s=3600)
 
 
 def _ids(out: Path) -> list[int]:
