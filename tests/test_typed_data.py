@@ -21,7 +21,6 @@ FROM_JSON = "deserialisation from JSON"
 #: module:qualified.name -> why it is JSON-shaped
 ALLOWED: dict[str, str] = {
     "formats/base:RepairOutcome.to_dict.return": TO_JSON,
-    "formats/delta/detection:_stats_rows.action": DELTA_ACTION,
     "formats/delta/duplicates:Lineage.last_add": DELTA_ACTION,
     "formats/delta/duplicates:Lineage.last_remove": DELTA_ACTION,
     "formats/delta/duplicates:Lineage.live": DELTA_ACTION,
@@ -35,7 +34,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/log:Commit.removes": DELTA_ACTION,
     "formats/delta/native:_member_outcome.ours.entry": DELTA_ACTION,
     "formats/delta/repair:RepairResult.to_dict.return": TO_JSON,
-    "formats/delta/settle:num_records.action": DELTA_ACTION,
+    "formats/delta/log:num_records.action": DELTA_ACTION,
     "formats/file_sink/log:MetadataLog.read_entries.return": SINK_ENTRY,
     "formats/file_sink/log:parse_entries.return": SINK_ENTRY,
     "formats/file_sink/log:read_entries.return": SINK_ENTRY,

@@ -12,15 +12,12 @@ in the window is a remove was live before it (duplicates.py); ``--horizon`` wide
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
 
 from compactor.formats.delta.duplicates import Lineage, analyse, describe
-from compactor.formats.delta.log import Commit, commits_after, parse_commit, read_commit_text
+from compactor.formats.delta.log import Commit, commits_after, num_records, parse_commit, read_commit_text
 from compactor.formats.delta.repair_plan import RepairProposal, propose
 from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
@@ -61,21 +58,8 @@ def read_window(table: TableLocation, *, until: int, start: int | None = None,
     return out[::-1]
 
 
-def _stats_rows(action: Mapping[str, Any] | None) -> int | None:
-    if not action:
-        return None
-    stats = action.get("stats")
-    if isinstance(stats, str):
-        try:
-            stats = json.loads(stats)
-        except ValueError:
-            return None
-    n = stats.get("numRecords") if isinstance(stats, Mapping) else None
-    return int(n) if n is not None else None
-
-
 def log_rows(lineage: Lineage, paths: set[str]) -> dict[str, int | None]:
-    return {p: _stats_rows(lineage.last_add.get(p)) for p in sorted(paths)}
+    return {p: num_records(lineage.last_add.get(p)) for p in sorted(paths)}
 
 
 def _footer_rows(table: TableLocation, path: str) -> int | None:

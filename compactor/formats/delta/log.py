@@ -17,6 +17,20 @@ from compactor.runtime.paths import join
 from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
 
+def num_records(action: Mapping[str, Any] | None) -> int | None:
+    """The rows an add action's statistics record (``stats.numRecords``); None when it has none."""
+    if not action:
+        return None
+    stats = action.get("stats")
+    if isinstance(stats, str):
+        try:
+            stats = json.loads(stats)
+        except ValueError:
+            return None
+    n = stats.get("numRecords") if isinstance(stats, Mapping) else None
+    return int(n) if n is not None else None
+
+
 @dataclass
 class Commit:
     version: int

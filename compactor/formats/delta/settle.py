@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from compactor.errors import VerificationError
 from compactor.formats.base import ActionOutcome
 from compactor.formats.delta.commit import find_commit
-from compactor.formats.delta.log import Commit, commits_after
+from compactor.formats.delta.log import Commit, commits_after, num_records
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import StorageError, storage_for
 
@@ -28,16 +26,6 @@ def check_commit(own: Commit, outcome: ActionOutcome) -> None:
     if None not in added_rows and sum(added_rows) != outcome.rows_added:  # type: ignore[arg-type]
         raise VerificationError(f"commit {own.version}: the log says {sum(added_rows)} rows were added, the "  # type: ignore[arg-type]
                                 f"footers {outcome.rows_added}")
-
-
-def num_records(action: Mapping[str, Any]) -> int | None:
-    stats = action.get("stats")
-    if isinstance(stats, str):
-        try:
-            stats = json.loads(stats)
-        except ValueError:
-            return None
-    return stats.get("numRecords") if isinstance(stats, Mapping) else None
 
 
 def discard_uncommitted(table: TableLocation, outputs: Sequence[str], staging: Sequence[str], read_version: int,
