@@ -84,10 +84,11 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
     out: list[TablePolicy] = []
     opened: dict[str, Catalog] = {}
     for p in policies:
-        if p.discover is not None and p.discover.catalog is not None:
-            found_errors: dict[str, Exception] = {}
+        if p.catalog is not None or (p.discover is not None and p.discover.catalog is not None):
+            unsupported: dict[str, Exception] = {}
             try:
-                out += catalog_policies(p, target or Target(), opened, found_errors)
+                named = (catalog_policies(p, target or Target(), opened, unsupported) if p.discover is not None
+                         else [catalog_policy(p, target or Target(), opened, unsupported)])
             except CompactorError as e:
                 redact_error(e)
                 if errors is None:
@@ -96,18 +97,10 @@ def expand_policies(policies: Sequence[TablePolicy], root: Path, storage_options
                 out.append(p)
                 continue
             if errors is not None:
-                errors.update(found_errors)
+                errors.update(unsupported)
+                out += named
             else:  # no one to hand the reasons to: tables compactor does not plan are left out
-                out = [q for q in out if q.name not in found_errors]
-        elif p.catalog is not None:
-            try:
-                out.append(catalog_policy(p, target or Target(), opened, errors if errors is not None else {}))
-            except CompactorError as e:
-                redact_error(e)
-                if errors is None:
-                    raise
-                errors[p.name] = e
-                out.append(p)
+                out += [q for q in named if q.name not in unsupported]
         elif p.discover is not None and p.discover.root is not None:
             base = resolve_path(p.discover.root, root)
             try:
