@@ -5,6 +5,21 @@ from __future__ import annotations
 from typing import Protocol
 
 from compactor.models.catalog import CatalogTable
+from compactor.models.formats import format_for_provider
+
+
+def by_provider(catalog: str, namespace: str, name: str, provider: str, location: str | None, *,
+                kind: str) -> CatalogTable:
+    """A table as its catalog registers it: planned in the format its provider (``delta``) maps to, or
+    reported with why not (``kind``: what the table is, when no format of compactor's is its provider)."""
+    spec = format_for_provider(provider) if provider else None
+    if spec is None:
+        return CatalogTable(catalog, namespace, name, location, None,
+                            f"{kind}: compactor plans Delta tables and Spark file-sink outputs")
+    if not location:
+        return CatalogTable(catalog, namespace, name, None, None,
+                            f"the catalog records no location for this {spec.name} table")
+    return CatalogTable(catalog, namespace, name, location, spec.name)
 
 
 class Catalog(Protocol):

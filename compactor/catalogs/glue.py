@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from compactor.catalogs.base import by_provider
 from compactor.errors import CatalogError
 from compactor.models.catalog import CatalogSettings, CatalogTable
-from compactor.models.formats import format_for_provider
 
 #: profile keys of a glue catalog -> boto3 client arguments
 CLIENT_KEYS = {"region": "region_name", "endpoint_url": "endpoint_url", "aws_access_key_id": "aws_access_key_id",
@@ -76,13 +76,6 @@ class GlueCatalog:
                                 f"an Iceberg table (metadata {where or 'not recorded'}): compactor does not plan "
                                 "Iceberg tables yet")
         provider = params.get("spark.sql.sources.provider", "")
-        location = serde.get("path") or sd.get("Location") or None
-        spec = format_for_provider(provider) if provider else None
-        if spec is None:
-            kind = f"a {provider} table" if provider else f"a {t.get('TableType') or 'Hive'} table without a Spark provider"
-            return CatalogTable(self.name, namespace, name, location, None,
-                                f"{kind}: compactor plans Delta tables and Spark file-sink outputs")
-        if not location:
-            return CatalogTable(self.name, namespace, name, None, None,
-                                f"the catalog records no location for this {spec.name} table")
-        return CatalogTable(self.name, namespace, name, location, spec.name)
+        kind = f"a {provider} table" if provider else f"a {t.get('TableType') or 'Hive'} table without a Spark provider"
+        return by_provider(self.name, namespace, name, provider, serde.get("path") or sd.get("Location") or None,
+                           kind=kind)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from compactor.catalogs.base import by_provider
 from compactor.engines.spark_session import get_or_create_session
 from compactor.errors import CatalogError
 from compactor.models.catalog import CatalogSettings, CatalogTable
-from compactor.models.formats import format_for_provider
 from compactor.project.model import SparkSettings
 
 
@@ -77,11 +77,4 @@ class HiveCatalog:
             return CatalogTable(self.name, namespace, name, location, None,
                                 "an Iceberg table: compactor does not plan Iceberg tables yet")
         provider = info.get("Provider", "").lower()
-        spec = format_for_provider(provider) if provider else None
-        if spec is None:
-            return CatalogTable(self.name, namespace, name, location, None,
-                                f"a {provider or 'Hive'} table: compactor plans Delta tables and Spark file-sink outputs")
-        if not location:
-            return CatalogTable(self.name, namespace, name, None, None,
-                                f"the metastore records no location for this {spec.name} table")
-        return CatalogTable(self.name, namespace, name, location, spec.name)
+        return by_provider(self.name, namespace, name, provider, location, kind=f"a {provider or 'Hive'} table")
