@@ -15,7 +15,7 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
     """List the selected tables (honours --select/--exclude): name, format, location, policy summary and
-    the policy file it comes from. Reads no table."""
+    where its policy comes from (a policy file, a catalog, a dbt node). Reads no table."""
     from compactor import api
     from compactor.output.text import console, safe
     from compactor.units import format_size
@@ -34,7 +34,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
                  else f"catalog {d.catalog}: {d.namespace} ({', '.join(d.include)})" if d.catalog is not None
                  else f"discover {d.root} ({', '.join(d.include)})")
         rows.append({"name": p.name, "format": p.format, "location": where or "-",
-                     "policy": summary, "tags": list(p.tags), "source": str(p.source)})
+                     "policy": summary, "tags": list(p.tags),
+                     "source": f"dbt {p.dbt.unique_id}, {p.source}" if p.dbt is not None else str(p.source)})
     if fmt == "json":
         echo_json({"tables": rows})
         return exit_codes.OK

@@ -73,10 +73,19 @@ class _Ctx:
 
 def layer_of(path: str, *, own_file: bool) -> str:
     """The merge layer a value's position belongs to (``tables[3].x`` -> table, ``catalogs.c.namespaces.n``
-    -> namespace c.n, ``catalogs.c.defaults`` -> catalog c, ``defaults`` -> file or project defaults)."""
+    -> namespace c.n, ``catalogs.c.defaults`` -> catalog c, ``defaults`` -> file or project defaults; a
+    dbt node's ``models[2].config.meta``, ``config(meta=...)`` -> dbt model, ``models.shop.+meta`` ->
+    dbt_project.yml, ``manifest.x`` -> dbt manifest)."""
     parts = path.split(".")
     if parts[0].startswith("tables["):
         return "table"
+    kind = parts[0].split("[")[0]
+    if parts[0] == "config":
+        return "dbt config()"
+    if parts[0] == "manifest":
+        return "dbt manifest"
+    if kind in ("models", "seeds", "snapshots"):
+        return f"dbt {kind[:-1]}" if "[" in parts[0] else "dbt_project.yml"
     if parts[0] == "catalogs" and len(parts) > 3 and parts[2] == "namespaces":
         return f"namespace {parts[1]}.{parts[3]}"
     if parts[0] == "catalogs" and len(parts) > 2:

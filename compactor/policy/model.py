@@ -175,6 +175,17 @@ class CatalogRef:
 
 
 @dataclass(frozen=True)
+class DbtRef:
+    """The dbt node a table comes from (compactor.yml ``dbt: {manifest}``): a model, snapshot or seed whose
+    ``meta.compactor`` holds its policy. ``relation``: ``schema.alias`` as dbt writes it."""
+
+    unique_id: str
+    name: str
+    resource_type: str
+    relation: str
+
+
+@dataclass(frozen=True)
 class TablePolicy:
     """One table's declared maintenance policy, with defaults already merged."""
 
@@ -187,6 +198,8 @@ class TablePolicy:
     #: the table by its name in a catalog of the target (resolved through the catalog's API at plan time)
     catalog: CatalogRef | None = None
     tags: tuple[str, ...] = ()
+    #: the dbt node the policy was written on (None: a policy file's table)
+    dbt: DbtRef | None = None
     owner: str | None = None
     description: str | None = None
     enabled: bool = True

@@ -229,8 +229,8 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
 
 
 def _project_positions(project: Project) -> Located | None:
-    """Positions of compactor.yml's values (for errors in project defaults)."""
-    if project.file is None or not project.defaults:
+    """Positions of compactor.yml's values (for errors in project defaults and in its dbt entry)."""
+    if project.file is None or not (project.defaults or project.dbt):
         return None
     try:
         return load_yaml(project.file.read_text(encoding="utf-8"))[0]
@@ -247,7 +247,7 @@ def validate_project(options: ProjectOptions) -> ValidationResult:
     target, tdiags = load_target(project, options.profiles_dir, options.target)
     diags += tdiags
     files = policy_files(project)
-    if not files:
+    if not files and project.dbt is None:
         diags.append(Diagnostic(PROJECT_FILE, 1, 1, "no_policies",
                                 f"no policy files (*.yml) under {', '.join(project.policy_paths)}",
                                 "", "add policy files or fix policy-paths", "warning"))
@@ -263,6 +263,13 @@ def validate_project(options: ProjectOptions) -> ValidationResult:
             ps, d2 = _compile_file(doc, rel, project, project_doc)
             policies += ps
             diags += d2
+    if project.dbt is not None:
+        from compactor.project.dbt import dbt_policies
+
+        ps, d, manifest = dbt_policies(project, target, project_doc)
+        policies += ps
+        diags += d
+        rels.append(manifest)
     diags += _cross_checks(policies, target)
     for sel in list(options.select) + list(options.exclude):
         err = check_selector(sel)

@@ -13,7 +13,7 @@ from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import YamlProblem, load_yaml
-from compactor.project.model import Project, ProjectOptions, SparkSettings, Target
+from compactor.project.model import DbtSettings, Project, ProjectOptions, SparkSettings, Target
 
 PROJECT_FILE = "compactor.yml"
 PROFILES_FILE = "profiles.yml"
@@ -59,8 +59,18 @@ def load_project(project_dir: Path, cli_vars: Mapping[str, Any]) -> tuple[Projec
     return Project(
         name=value["name"], root=project_dir, policy_paths=tuple(paths),
         target_path=value.get("target-path", "target"), defaults=value.get("defaults") or {},
-        vars=vars, profile=value.get("profile") or "default", file=path,
+        vars=vars, profile=value.get("profile") or "default", file=path, dbt=_dbt_settings(value.get("dbt"), project_dir),
     ), diags
+
+
+def _dbt_settings(value: Mapping[str, Any] | None, root: Path) -> DbtSettings | None:
+    """compactor.yml ``dbt:`` (schema-valid): paths relative to the project folder; the dbt project is the
+    folder above the manifest's (``<dbt project>/target/manifest.json``) unless ``project_dir`` says."""
+    if not value:
+        return None
+    manifest = root / str(value["manifest"])
+    project_dir = root / str(value["project_dir"]) if value.get("project_dir") else manifest.parent.parent
+    return DbtSettings(manifest=manifest, project_dir=project_dir, catalog=value.get("catalog"))
 
 
 def find_profiles(project_dir: Path, profiles_dir: Path | None) -> Path | None:

@@ -86,6 +86,18 @@ class Target:
 
 
 @dataclass(frozen=True)
+class DbtSettings:
+    """compactor.yml ``dbt:``: a dbt project whose models carry policies in ``meta.compactor``."""
+
+    #: the manifest dbt writes (``target/manifest.json``; ``dbt parse`` writes it without a warehouse)
+    manifest: Path
+    #: the dbt project's folder (dbt_project.yml, models/): where policies are written, for positions
+    project_dir: Path
+    #: the target's catalog that locates each node's relation (None: the target's only catalog)
+    catalog: str | None = None
+
+
+@dataclass(frozen=True)
 class Project:
     name: str
     root: Path
@@ -97,6 +109,8 @@ class Project:
     profile: str = "default"
     #: path of compactor.yml (for diagnostics)
     file: Path | None = None
+    #: a dbt project whose nodes carry policies (None: policy files only)
+    dbt: DbtSettings | None = None
 
     @property
     def target_dir(self) -> Path:

@@ -1,4 +1,4 @@
-"""dbt-style selection: --select / --exclude with names (globs), tag:X, path:GLOB, format:F."""
+"""dbt-style selection: --select / --exclude with names (globs), tag:X, path:GLOB, format:F, dbt:NODE."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from compactor.errors import UsageError
 from compactor.policy.model import TablePolicy
 
-METHODS = ("tag", "path", "format", "name")
+METHODS = ("tag", "path", "format", "name", "dbt")
 
 
 def check_selector(sel: str) -> str | None:
@@ -36,6 +36,8 @@ def _matches(p: TablePolicy, sel: str) -> bool:
         return fnmatch.fnmatchcase(p.source.file, value) or fnmatch.fnmatchcase(p.source.file, value.rstrip("/") + "/*")
     if method == "format":
         return p.format == value
+    if method == "dbt":  # a dbt node by name or unique id (dbt:orders, dbt:model.shop.*)
+        return p.dbt is not None and (fnmatch.fnmatchcase(p.dbt.name, value) or fnmatch.fnmatchcase(p.dbt.unique_id, value))
     return False
 
 

@@ -1,0 +1,4 @@
+{{ config(materialized='incremental', incremental_strategy='append', partition_by=['day'], tags=['nightly']) }}
+-- appended by every run: three files per partition and run
+select /*+ REPARTITION(3) */ id, concat('d', cast(id % 2 as string)) as day, {{ var('run', 0) }} as run
+from range(30)

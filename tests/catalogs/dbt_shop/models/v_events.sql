@@ -1,0 +1,2 @@
+{{ config(materialized='view') }}
+select * from {{ ref('events') }}
