@@ -147,12 +147,37 @@ def _node_policy(node: DbtNode, w: Written, catalog: str | None, project: Projec
     return replace(p, dbt=DbtRef(node.unique_id, node.name, node.resource_type, node.relation)), d
 
 
+def _closing_paren(text: str, start: int) -> int:
+    """The end of the call whose arguments start at ``start`` (quotes skipped); the text's end if unclosed."""
+    depth, quote, i = 1, "", start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return len(text)
+
+
 class _Sources:
     """The dbt project's files, loaded once each, and where a node's policy is written in them."""
 
     def __init__(self, settings: DbtSettings, root: Path) -> None:
         self.dir, self.root = settings.project_dir, root
-        self._docs: dict[str, Located | None] = {}
+        self._docs: dict[Path, Located | None] = {}
+        project = self._yaml(self.dir / "dbt_project.yml")
+        self.name = project.value.get("name") if project is not None and isinstance(project.value, dict) else None
+
+    def _home(self, node: DbtNode) -> Path:
+        """The folder a node's paths are relative to: the project, or the installed package it comes from."""
+        return self.dir if node.package in ("", self.name) else self.dir / "dbt_packages" / node.package
 
     def shown(self, path: Path) -> str:
         """``path`` as diagnostics name it: relative to the compactor project when inside it."""
@@ -165,32 +190,32 @@ class _Sources:
     def where(self, node: DbtNode) -> Written:
         """dbt's precedence: the model's own config() call, then its properties YAML, then dbt_project.yml."""
         return (self._in_config_call(node) or self._in_properties(node) or self._in_dbt_project(node)
-                or Written(Located(None), self.shown(self.dir / node.original_file_path), ""))
+                or Written(Located(None), self.shown(self._home(node) / node.original_file_path), ""))
 
-    def _yaml(self, rel: str) -> Located | None:
-        if rel not in self._docs:
+    def _yaml(self, path: Path) -> Located | None:
+        if path not in self._docs:
             try:
-                self._docs[rel] = load_yaml((self.dir / rel).read_text(encoding="utf-8"))[0]
+                self._docs[path] = load_yaml(path.read_text(encoding="utf-8"))[0]
             except (OSError, UnicodeDecodeError, YamlProblem):
-                self._docs[rel] = None
-        return self._docs[rel]
+                self._docs[path] = None
+        return self._docs[path]
 
     def _in_config_call(self, node: DbtNode) -> Written | None:
         try:
-            text = (self.dir / node.original_file_path).read_text(encoding="utf-8")
+            text = (self._home(node) / node.original_file_path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
         call = _CONFIG_CALL.search(text)
-        key = _COMPACTOR_KEY.search(text, call.end()) if call is not None else None
+        key = _COMPACTOR_KEY.search(text, call.end(), _closing_paren(text, call.end())) if call is not None else None
         if key is None:
             return None
         line = text.count("\n", 0, key.start()) + 1
         col = key.start() - (text.rfind("\n", 0, key.start()) + 1) + 1
-        return Written(Located(None, {"config": (line, col)}), self.shown(self.dir / node.original_file_path),
-                       "config")
+        return Written(Located(None, {"config": (line, col)}),
+                       self.shown(self._home(node) / node.original_file_path), "config")
 
     def _in_properties(self, node: DbtNode) -> Written | None:
-        doc = self._yaml(node.patch_path) if node.patch_path else None
+        doc = self._yaml(self._home(node) / node.patch_path) if node.patch_path else None
         if doc is None or not isinstance(doc.value, dict):
             return None
         key = RESOURCE_KEYS[node.resource_type]
@@ -199,11 +224,11 @@ class _Sources:
                 for base in (f"{key}[{i}].config.meta.compactor", f"{key}[{i}].meta.compactor"):
                     if base in doc.positions:
                         assert node.patch_path is not None
-                        return Written(doc, self.shown(self.dir / node.patch_path), base)
+                        return Written(doc, self.shown(self._home(node) / node.patch_path), base)
         return None
 
     def _in_dbt_project(self, node: DbtNode) -> Written | None:
-        doc = self._yaml("dbt_project.yml")
+        doc = self._yaml(self.dir / "dbt_project.yml")
         if doc is None:
             return None
         key = RESOURCE_KEYS[node.resource_type]
