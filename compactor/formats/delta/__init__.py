@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor.formats.base import (
     ActionContext,
@@ -22,19 +22,23 @@ from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
+
+if TYPE_CHECKING:
+    from compactor.formats.delta.log import Commit
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 
-def duplicate_facts(table: TableLocation, version: int | None) -> DuplicateFacts:
+def duplicate_facts(table: TableLocation, version: int | None,
+                    known: Mapping[int, Commit] | None = None) -> DuplicateFacts:
     """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
-    (never planned as compaction inputs) and the repair to plan first."""
+    (never planned as compaction inputs) and the repair to plan first. ``known``: commits already parsed."""
     import logging
 
     from compactor.formats.delta.repair import detect
 
     try:
-        found = detect(table, version=version)
+        found = detect(table, version=version, known=known)
     except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
         logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", table.uri, e)
         return DuplicateFacts(scan_error=f"{type(e).__name__}: {e}")
@@ -81,15 +85,27 @@ class DeltaFormat:
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
+        planning = policy is not None and policy.enabled and session is None
+        known: dict[int, Commit] = {}
         if isinstance(session, DeltaSession):  # apply: the actions use the table loaded here
             state = read_delta_state(table, table=session.open_table())
+        elif planning:  # the log scan for duplicates parses the newest commits while delta-rs loads
+            from concurrent.futures import ThreadPoolExecutor
+
+            from compactor.formats.delta.detection import prefetch_window
+
+            with ThreadPoolExecutor(1, thread_name_prefix="delta-state") as pool:
+                loading = pool.submit(read_delta_state, table)
+                known = prefetch_window(table)
+                state = loading.result()
         else:
             state = read_delta_state(table)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(table, r.deleted_file_retention))
-        if policy is not None and policy.enabled and session is None:  # planning (apply runs the planned repair)
-            state = replace(state, extra=replace(delta_facts(state), duplicates=duplicate_facts(table, state.version)))
+        if planning:  # (apply runs the planned repair)
+            state = replace(state, extra=replace(delta_facts(state),
+                                                 duplicates=duplicate_facts(table, state.version, known)))
         return state
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:

@@ -13,6 +13,7 @@ in the window is a remove was live before it (duplicates.py); ``--horizon`` wide
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,7 @@ from compactor.formats.delta.repair_plan import RepairProposal, propose
 from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import filesystem, join
+from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
@@ -33,18 +35,42 @@ _READERS = 16
 # ----------------------------------------------------------------------------- reading the window
 
 
+def prefetch_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> dict[int, Commit]:
+    """The newest ``horizon`` JSON commits listed in ``_delta_log`` now, parsed, by version: planning reads
+    them while delta-rs loads the table's state (it releases the GIL), and ``read_window`` takes them
+    instead of reading them again (a commit never changes once written). Empty when the log cannot be
+    listed: the window is then read as usual, and reports any error itself."""
+    try:
+        found, _ = storage_for(table.uri, table.storage_options).list_dir("_delta_log")
+        versions = sorted(int(n[:20]) for n in (o.path.rsplit("/", 1)[-1] for o in found)
+                          if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())[-max(1, horizon):]
+        out: dict[int, Commit] = {}
+        for v in versions:
+            text = read_commit_text(table, v)
+            if text is not None:
+                out[v] = parse_commit(v, text)
+        return out
+    except Exception as e:  # noqa: BLE001 - only a head start: the window is read as usual without it
+        log.debug("%s: no head start on the log scan: %s", table.uri, e)
+        return {}
+
+
 def read_window(table: TableLocation, *, until: int, start: int | None = None,
-                horizon: int = DEFAULT_HORIZON) -> list[Commit]:
+                horizon: int = DEFAULT_HORIZON, known: Mapping[int, Commit] | None = None) -> list[Commit]:
     """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
-    oldest ones may have been cleaned up), oldest first, every action parsed."""
+    oldest ones may have been cleaned up), oldest first, every action parsed. ``known``: commits already
+    parsed (``prefetch_window``), by version."""
     lo = max(0, until - max(1, horizon) + 1)
     if start is not None:
         lo = max(lo, start)
     versions = list(range(lo, until + 1))
     if not versions:
         return []
+    known = known or {}
 
     def read(v: int) -> Commit | None:
+        if v in known:
+            return known[v]
         text = read_commit_text(table, v)
         return None if text is None else parse_commit(v, text)
 
@@ -133,11 +159,12 @@ def _latest_version(table: TableLocation) -> int:
 
 
 def detect(table: TableLocation, *, version: int | None = None, start: int | None = None,
-           horizon: int = DEFAULT_HORIZON) -> Detection:
-    """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair."""
+           horizon: int = DEFAULT_HORIZON, known: Mapping[int, Commit] | None = None) -> Detection:
+    """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair.
+    ``known``: commits already parsed, by version (``prefetch_window``)."""
     if version is None:
         version = _latest_version(table)
-    commits = read_window(table, until=version, start=start, horizon=horizon)
+    commits = read_window(table, until=version, start=start, horizon=horizon, known=known)
     lineage = analyse(commits)
     proposal = propose(lineage)
     paths = {p for a in lineage.anomalies for p in a.excess}
