@@ -19,6 +19,10 @@ def open_catalog(settings: CatalogSettings, spark: SparkSettings | None = None) 
         from compactor.catalogs.hive import HiveCatalog
 
         return HiveCatalog(settings, spark or SparkSettings())
+    if settings.type == "unity":
+        from compactor.catalogs.unity import UnityCatalog
+
+        return UnityCatalog(settings)
     raise CatalogError(f"catalog '{settings.name}': unknown type '{settings.type}'",
                        hint=f"types: {', '.join(sorted(CATALOG_TYPES))}")
 

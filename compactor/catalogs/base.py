@@ -8,6 +8,14 @@ from compactor.models.catalog import CatalogTable
 from compactor.models.formats import format_for_provider
 
 
+def local_path(location: str) -> str:
+    """A catalog's ``file:`` location (``file:/x``, ``file:///x``) as a local path; other locations as given."""
+    for prefix in ("file://", "file:"):
+        if location.startswith(prefix) and location[len(prefix):].startswith("/"):
+            return location[len(prefix):]
+    return location
+
+
 def by_provider(catalog: str, namespace: str, name: str, provider: str, location: str | None, *,
                 kind: str) -> CatalogTable:
     """A table as its catalog registers it: planned in the format its provider (``delta``) maps to, or

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from compactor.catalogs.base import by_provider
+from compactor.catalogs.base import by_provider, local_path
 from compactor.engines.spark_session import get_or_create_session
 from compactor.errors import CatalogError
 from compactor.models.catalog import CatalogSettings, CatalogTable
@@ -21,13 +21,6 @@ from compactor.project.model import SparkSettings
 
 def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def _path(location: str) -> str:
-    for prefix in ("file://", "file:"):
-        if location.startswith(prefix) and location[len(prefix):].startswith("/"):
-            return location[len(prefix):]
-    return location
 
 
 class HiveCatalog:
@@ -72,7 +65,7 @@ class HiveCatalog:
             return CatalogTable(self.name, namespace, name, None, None, e.message)
         info = {str(r["col_name"]).strip(): str(r["data_type"] or "").strip() for r in rows}
         props = info.get("Table Properties", "")
-        location = _path(info["Location"]) if info.get("Location") else None
+        location = local_path(info["Location"]) if info.get("Location") else None
         if "TABLE_TYPE=ICEBERG" in props.replace(" ", "").upper():
             return CatalogTable(self.name, namespace, name, location, None,
                                 "an Iceberg table: compactor does not plan Iceberg tables yet")

@@ -10,6 +10,7 @@ CATALOG_TYPES: dict[str, frozenset[str]] = {
     "glue": frozenset({"region", "endpoint_url", "catalog_id", "profile", "aws_access_key_id",
                        "aws_secret_access_key", "aws_session_token"}),
     "hive": frozenset({"metastore_uris", "metastore_db", "warehouse"}),
+    "unity": frozenset({"host", "token", "catalog"}),
 }
 
 
@@ -19,7 +20,7 @@ class CatalogSettings:
     takes (region, endpoint_url, credentials through env_var; never printed or saved)."""
 
     name: str
-    #: glue (more types register in compactor/catalogs/__init__.py)
+    #: glue, hive or unity (each opens in compactor/catalogs/__init__.py)
     type: str
     options: Mapping[str, str] = field(default_factory=dict, repr=False)
 

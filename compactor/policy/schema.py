@@ -185,7 +185,7 @@ def _to_diagnostics(err: jsonschema.ValidationError, doc: Located, file: str, ba
         return [Diagnostic(file, line, col, "empty_value", "must not be empty", path, None)]
     if kind == "pattern":
         return [Diagnostic(file, line, col, "invalid_format", f"{err.instance!r} has an invalid format", path,
-                           "names may use letters, digits, _ . - /")]
+                           desc or "names may use letters, digits, _ . - /")]
     return [Diagnostic(file, line, col, "schema", err.message, path, None)]
 
 
