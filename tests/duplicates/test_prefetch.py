@@ -23,7 +23,7 @@ def test_prefetched_commits_are_the_commits_read_and_later_ones_are_read_as_usua
     table = TableLocation(str(tmp_path))
     known = prefetch_window(table)
     assert sorted(known) == [0, 1, 2, 3]
-    for i in range(3):  # commits land after the head start
+    for _ in range(3):  # commits land after the head start
         _append(tmp_path, 10)
     DeltaTable(str(tmp_path)).optimize.compact()  # a rewrite after it: its removes must be seen
     latest = DeltaTable(str(tmp_path)).version()
@@ -38,7 +38,7 @@ def test_prefetched_commits_are_the_commits_read_and_later_ones_are_read_as_usua
 
 
 def test_a_window_ending_before_the_head_start_ignores_the_newer_commits(tmp_path: Path) -> None:
-    for i in range(5):
+    for _ in range(5):
         _append(tmp_path, 2)
     known = prefetch_window(TableLocation(str(tmp_path)))
     window = read_window(TableLocation(str(tmp_path)), until=2, known=known)
