@@ -110,7 +110,7 @@ class RewriteAction(Action):
     #: whose bin-packing produced ``bins``: "delta-rs" or "delta-spark"
     bin_model: str = "delta-spark"
     #: spark engine: "rewrite" (Spark writes, the commit goes through delta-rs), "optimize" (native
-    #: delta-spark OPTIMIZE), "auto" (optimize when the Delta jars load)
+    #: delta-spark OPTIMIZE), "auto" (rewrite, optimize where only delta-spark can do the job)
     method: str = "auto"
 
     def params(self) -> dict[str, Any]:

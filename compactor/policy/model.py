@@ -91,8 +91,8 @@ class Compaction:
     budget: Budget = field(default_factory=Budget)
     order: Order = "benefit"
     #: spark engine only: "rewrite" (Spark rewrites, delta-rs commits), "optimize" (native delta-spark
-    #: OPTIMIZE, needs the Delta jars), "auto" (optimize when the jars load, else rewrite). The local engine
-    #: always rewrites.
+    #: OPTIMIZE, needs the Delta jars), "auto" (rewrite, and optimize where only delta-spark can do the job:
+    #: formats/delta/context.only_native_can). The local engine always rewrites.
     method: Method = "auto"
 
 

@@ -139,10 +139,11 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
     own = find_commit(ctx.location, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
         return [ActionOutcome(version_before=read_version, version_after=read_version,
-                              details=ActionDetails(note="delta-spark OPTIMIZE found nothing to rewrite", sql=sql))
+                              details=ActionDetails(note="delta-spark OPTIMIZE found nothing to rewrite", sql=sql,
+                                                    method="native OPTIMIZE"))
                 for _ in actions]
     whole = _outcome_from_log(ctx, dt, own, read_version, records)
-    whole.details.sql = sql
+    whole.details.sql, whole.details.method = sql, "native OPTIMIZE"
     if len(actions) == 1:
         return [whole]
     return [_member_outcome(a, own, whole, ctx.state.partition_columns, len(actions)) for a in actions]

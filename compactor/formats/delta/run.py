@@ -53,7 +53,7 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if not isinstance(action, RewriteAction):
         raise ApplyError(f"{action.type} is not an action for Delta tables")
     engine = ctx.engine()
-    if uses_native(action, engine, ctx.table.path):
+    if uses_native(action, engine, ctx.table.path, ctx.state):
         return native_optimize(action, ctx, engine)
     if isinstance(action, ZOrderAction):
         if isinstance(engine, SqlEngine):

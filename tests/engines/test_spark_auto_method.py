@@ -1,0 +1,73 @@
+"""The spark engine's default method, ``auto``: compactor's own rewrite (Spark writes the planned bins,
+delta-rs commits after compactor's checks; the faster path in bench/spark_scale.py), and delta-spark's
+OPTIMIZE only where nothing else can do the job: input files with deletion vectors, features delta-rs
+cannot commit, z-order."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from compactor.engines.spark import SparkEngine
+from compactor.formats.delta import FORMAT
+from compactor.formats.delta.context import only_native_can
+from compactor.models.table import TableLocation
+from compactor.planning.actions import CompactAction, ZOrderAction
+from compactor.project.model import Target
+from compactor.tasks.apply import apply_plan
+from tests.apply.helpers import exactly_once, make_table, plan_for
+
+SPARK = Target(engine="spark")
+
+
+def _operations(path: Path, after: int) -> list[str]:
+    out = []
+    for f in sorted((path / "_delta_log").glob("*.json")):
+        if int(f.name[:20]) > after:
+            actions = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+            out.append(next(a for a in actions if "commitInfo" in a)["commitInfo"].get("operation", ""))
+    return out
+
+
+def test_only_optimize_can_z_order_but_a_plain_table_is_compactors_to_rewrite(tmp_path: Path) -> None:
+    make_table(tmp_path / "t", partitions=1, appends=3)
+    state = FORMAT.read_state(TableLocation(str(tmp_path / "t")))
+    inputs = tuple(state.paths)
+    assert not only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), state)
+    assert only_native_can(ZOrderAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19, z_order_by=("id",)), state)
+    clustered = replace(state, protocol=replace(state.protocol, min_writer_version=7,
+                                                writer_features=("clustering", "domainMetadata")))
+    assert only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), clustered)
+
+
+@pytest.mark.delta_jars
+def test_auto_rewrites_a_plain_table_with_the_delta_jars_loaded(delta_spark, tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=6)
+    v0 = DeltaTable(str(t)).version()
+    plan = plan_for(t, engine="spark", method="auto")
+    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK), watch_s=0)
+    assert run.ok and {r.details.method for r in run.results} == {"rewrite"}
+    assert "OPTIMIZE" not in _operations(t, v0)
+    exactly_once(t, n)
+
+
+@pytest.mark.delta_jars
+def test_auto_runs_optimize_on_files_with_deletion_vectors(delta_spark, tmp_path: Path) -> None:
+    t = tmp_path / "dv"
+    delta_spark.sql(f"CREATE TABLE delta.`{t}` (id BIGINT, p STRING) USING delta PARTITIONED BY (p) "
+                    "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    for i in range(4):
+        delta_spark.sql(f"INSERT INTO delta.`{t}` SELECT /*+ COALESCE(1) */ id + {i * 100}, 'a' FROM range(100)")
+    delta_spark.sql(f"DELETE FROM delta.`{t}` WHERE id = 5")  # a deletion vector on the first file
+    v0 = DeltaTable(str(t)).version()
+    plan = plan_for(t, engine="spark", method="auto")
+    assert plan.tables[0].actions
+    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK), watch_s=0)
+    assert run.ok and {r.details.method for r in run.results} == {"native OPTIMIZE"}
+    assert _operations(t, v0) == ["OPTIMIZE"]
+    assert delta_spark.sql(f"SELECT count(*) AS n, count(DISTINCT id) AS d FROM delta.`{t}`").first() == (399, 399)
