@@ -1,4 +1,4 @@
-"""Spark at scale: compactor's spark engine (``method: rewrite``) vs delta-spark OPTIMIZE on a table of
+"""Spark at scale: compactor's spark engine (its default settings) vs delta-spark OPTIMIZE on a table of
 200 partitions x 10 small files, on ``local[2]`` and on a standalone cluster (tests/cluster.py: a master
 and two 1-core workers on 127.0.0.1).
 
@@ -7,8 +7,8 @@ writes one file into each of the 200 partitions (500 rows per file). Every timed
 
 Sides (each one whole process, interpreter and JVM start included; the plan is made beforehand, untimed):
 - ``compactor``: ``python -m compactor apply plan.json --project-dir P`` with a profile ``engine: spark``,
-  ``spark.master`` = the environment's master, ``COMPACTOR_WATCH_WINDOW=0``, policy ``method: rewrite``
-  (compactor's own rewrite, never delta-spark's OPTIMIZE), and the engine's own concurrency settings.
+  ``spark.master`` = the environment's master, ``COMPACTOR_WATCH_WINDOW=0``, the policy's default
+  ``method`` (``--method rewrite|optimize|auto`` writes one), and the engine's own concurrency settings.
 - ``sequential``: the same, with a profile that makes the engine rewrite one bin at a time and commit
   every bin on its own: ``threads: 1`` and, where the profile schema has them,
   ``max_concurrent_rewrites: 1`` and ``commit_every_bins: 1`` (each key written only if
@@ -20,6 +20,7 @@ Sides alternate (the order rotates each round); the figure is the median of ``--
 every run the table is checked (untimed): 200 live files, every id exactly once.
 
     python bench/spark_scale.py [--repeat 3] [--envs local,cluster] [--sides compactor,sequential,optimize]
+                                [--method default|rewrite|optimize|auto]
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def _env() -> dict[str, str]:
             "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 
+#: the policy's compaction.method ("default": none written, the policy's default applies)
+METHOD = "default"
+
+
 def make_project(root: Path, table: Path, master: str, conf: dict[str, str], extra: dict[str, int]) -> Path:
     (root / "policies").mkdir(parents=True, exist_ok=True)
     (root / "compactor.yml").write_text("name: bench\nprofile: bench\n")
@@ -108,7 +113,8 @@ def make_project(root: Path, table: Path, master: str, conf: dict[str, str], ext
         "bench:\n  target: t\n  outputs:\n    t:\n      engine: spark\n      watch_window: 0\n" + keys +
         f"      spark:\n        master: \"{master}\"\n        conf: {json.dumps(conf)}\n")
     (root / "policies" / "t.yml").write_text(
-        f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction:\n      method: rewrite\n"
+        f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction:\n"
+        + ("" if METHOD == "default" else f"      method: {METHOD}\n") +
         f"      target_file_size: {TARGET}\n      triggers: {{min_input_files: 2}}\n")
     return root
 
@@ -165,7 +171,10 @@ def main() -> None:
     ap.add_argument("--envs", default="local,cluster")
     ap.add_argument("--sides", default="compactor,sequential,optimize")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--method", default="default", choices=["default", "rewrite", "optimize", "auto"])
     args = ap.parse_args()
+    global METHOD
+    METHOD = args.method
     sides = args.sides.split(",")
     print(f"sequential profile keys: {sequential_settings()}", file=sys.stderr, flush=True)
     base = Path(tempfile.mkdtemp(prefix="compactor-spark-scale-"))
