@@ -58,7 +58,8 @@ def dbt_policies(project: Project, target: Target,
     catalog, diags = _catalog(settings, target, project_doc)
     policies: list[TablePolicy] = []
     for node in nodes:
-        p, d = _node_policy(node, sources.where(node), catalog, project, project_doc, shown)
+        kind = target.catalogs[catalog].type if catalog is not None else ""
+        p, d = _node_policy(node, sources.where(node), catalog, kind, project, project_doc, shown)
         diags += d
         if p is not None:
             policies.append(p)
@@ -93,8 +94,8 @@ def _positions(value: dict[str, Any], base: str) -> Located:
     return Located(value, out)
 
 
-def _node_policy(node: DbtNode, w: Written, catalog: str | None, project: Project, project_doc: Located | None,
-                 manifest: str) -> tuple[TablePolicy | None, list[Diagnostic]]:
+def _node_policy(node: DbtNode, w: Written, catalog: str | None, catalog_type: str, project: Project,
+                 project_doc: Located | None, manifest: str) -> tuple[TablePolicy | None, list[Diagnostic]]:
     def problem(code: str, message: str, hint: str, severity: str = "error", key: str = "") -> Diagnostic:
         path = f"{w.base}.{key}" if key else w.base
         return Diagnostic(w.file, *w.doc.pos(path), code, message, path, hint, severity)
@@ -126,7 +127,10 @@ def _node_policy(node: DbtNode, w: Written, catalog: str | None, project: Projec
         if node.location_root is not None:
             placed["path"] = f"{node.location_root.rstrip('/')}/{node.alias}"
         elif catalog is not None:
-            placed["catalog"] = {"name": catalog, "namespace": node.schema, "table": node.alias}
+            # a three-level catalog (Unity: dbt-databricks' database is the UC catalog) names it first
+            three_level = catalog_type == "unity" and node.database
+            namespace = f"{node.database}.{node.schema}" if three_level else node.schema
+            placed["catalog"] = {"name": catalog, "namespace": namespace, "table": node.alias}
         else:
             return None, [problem("dbt_no_location", f"{node.unique_id} ({node.relation}) has no location: "
                                   "no catalog locates it and it sets no location_root",

@@ -155,3 +155,18 @@ def test_an_unknown_dbt_catalog_is_an_error_at_compactor_yml(parsed: Path, tmp_p
     assert r.returncode == 1
     assert "compactor.yml:3:" in r.stdout and "dbt.catalog 'nope' is not defined in target 'dev' (its catalogs: meta)" \
         in r.stdout, r.stdout
+
+
+def test_a_unity_catalog_locates_a_node_by_its_three_level_name(parsed: Path, tmp_path: Path) -> None:
+    """dbt-databricks writes the Unity Catalog catalog as the node's database: the relation is located
+    as <database>.<schema>.<alias> (the manifest is dbt-spark's, its database set as Databricks sets it)."""
+    manifest = json.loads((parsed.parent / "shop" / "target" / "manifest.json").read_text())
+    manifest["nodes"]["model.shop.events"]["database"] = "main"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    shutil.copytree(parsed.parent / "shop", tmp_path / "shop")
+    uc = "lake:\n  target: dev\n  outputs:\n    dev:\n      engine: local\n" \
+         "      catalogs:\n        uc: {type: unity, host: 'http://127.0.0.1:9'}\n"
+    lake = _lake(tmp_path, dbt="{manifest: ../manifest.json, project_dir: ../shop}", profiles=uc)
+    tables = _ls(lake, "dbt:events", "dbt:orders")
+    assert tables["model.shop.events"]["location"] == "catalog uc: main.analytics.events"
+    assert tables["model.shop.orders"]["location"] == "catalog uc: analytics.orders"  # no database: the default
