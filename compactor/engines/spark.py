@@ -1,10 +1,15 @@
 """The spark engine: Spark jobs rewrite the planned bins, and delta-spark SQL runs natively when the
 session has the Delta jars (OPTIMIZE, VACUUM). Compute only: the Delta format commits.
 
-Rewrite: for each bin, Spark reads exactly the bin's files (never a directory listing) with the table's
-data schema, writes one file into a `_`-prefixed staging folder next to the output, and the file is moved
-to its final, unique name. Bins are submitted concurrently from a driver-side thread pool (Spark runs jobs
-from several threads at once), so a cluster works on as many bins as it has cores.
+Rewrite: Spark reads exactly each bin's files (never a directory listing) with the table's data schema,
+each bin coalesced into one partition and tagged with its index. The bins of a call (a commit group) are
+the partitions of one union, written by ONE Spark job (a task per bin) into the first bin's `_`-prefixed
+staging folder, partitioned by the index, so bin i's file is the one under ``__compactor_bin=i`` whatever
+task wrote it; each is moved to its final, unique name and verified against its inputs. Spark 4 merges a
+union of single-partition children into one partition (``spark.sql.unionOutputPartitioning``), so the
+write turns that off for its own query. A bin with sorted output (strategy sort), a bin Spark wrote no
+file for (no rows), and every bin under ``max_concurrent_rewrites: 1`` (the sequential profile) are
+written one job per bin.
 pyspark is imported lazily.
 """
 
@@ -12,8 +17,8 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +33,13 @@ from compactor.project.model import Target
 from compactor.runtime.paths import filesystem, hadoop_uri
 
 log = logging.getLogger(__name__)
+
+#: the column a group's union is partitioned by on write (its value: the bin's index; never in a data file)
+BIN_COLUMN = "__compactor_bin"
+#: Spark 4: a union of single-partition children is one partition (true, the default); the union write
+#: needs a partition per bin
+UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
+_UNION_LOCK = threading.Lock()
 
 
 def _sql_literal(value: str | None) -> str:
@@ -141,11 +153,63 @@ class SparkEngine:
 
         spark_schema = from_arrow_schema(schema)
         one = reporting(lambda j: self._rewrite_bin(j, schema, spark_schema), on_done)
-        workers = min(self.max_concurrent_rewrites(), len(jobs)) if jobs else 1
-        if workers <= 1:
+        together = [j for j in jobs if not j.sort_by]
+        if len(together) <= 1 or self.target.threads == 1:  # the sequential profile: a job per bin
             return [one(j) for j in jobs]
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spark-bin") as pool:
-            return list(pool.map(one, jobs))
+        done = self._rewrite_in_one_job(together, schema, spark_schema, on_done)
+        return [done[j.output] if j.output in done else one(j) for j in jobs]
+
+    def _rewrite_in_one_job(self, jobs: Sequence[BinJob], schema: pa.Schema, spark_schema: Any,
+                            on_done: Callable[[BinJob, WrittenFile], None] | None) -> dict[str, WrittenFile]:
+        """The bins as the partitions of one union, written by one Spark job; by output location, every bin
+        Spark wrote a file for (a bin of no rows gets none: its caller writes it on its own)."""
+        from functools import reduce
+
+        from pyspark.sql import functions as F
+
+        footers = [self._input_footers(job, schema) for job in jobs]
+        frames = [self._bin_frame(job, spark_schema).withColumn(BIN_COLUMN, F.lit(i)) for i, job in enumerate(jobs)]
+        stage = jobs[0].staging
+        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("errorifexists")
+        with _UNION_LOCK:  # the setting is the session's: one union write at a time changes it
+            before = self.spark.conf.get(UNION_PARTITIONING, None)
+            self.spark.conf.set(UNION_PARTITIONING, "false")
+            try:
+                writer.parquet(self.hadoop_path(stage))
+            finally:
+                if before is None:
+                    self.spark.conf.unset(UNION_PARTITIONING)
+                else:
+                    self.spark.conf.set(UNION_PARTITIONING, before)
+        fs, staging = filesystem(stage, self.storage_options)
+        out: dict[str, WrittenFile] = {}
+        for i, job in enumerate(jobs):
+            folder = posixpath.join(staging, f"{BIN_COLUMN}={i}")
+            info = fs.get_file_info(folder)
+            files = [f.path for f in fs.get_file_info(pafs.FileSelector(folder))
+                     if f.type == pafs.FileType.File and posixpath.basename(f.path).startswith("part-")
+                     and f.path.endswith(".parquet")] if info.type == pafs.FileType.Directory else []
+            if len(files) > 1:
+                raise ApplyError(f"expected one output file for bin {i} from Spark in {folder}, found {len(files)}")
+            if files:
+                out[job.output] = self._finish(job, files[0], footers[i], schema)
+                if on_done is not None:
+                    on_done(job, out[job.output])
+        fs.delete_dir(staging)
+        return out
+
+    def _input_footers(self, job: BinJob, schema: pa.Schema) -> list[tuple[Any, pa.Schema]]:
+        footers = input_footers(job.inputs, self.storage_options)
+        for location, (_, file_schema) in zip(job.inputs, footers):
+            problem = rename_problem(file_schema, schema, job.partition_columns)
+            if problem:  # Spark's reader would fill the new name with nulls
+                raise VerificationError(f"{location}: {problem}; nothing was committed")
+        return footers
+
+    def _bin_frame(self, job: BinJob, spark_schema: Any) -> Any:
+        """The bin's rows as one partition (sorted within it for strategy sort)."""
+        df = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in job.inputs)).coalesce(1)
+        return df.sortWithinPartitions(*job.sort_by) if job.sort_by else df
 
     def hadoop_path(self, uri: str) -> str:
         """``uri`` as this session's Hadoop reaches it: ``s3://`` becomes ``s3a://`` unless the session
@@ -173,25 +237,24 @@ class SparkEngine:
         return any(conf.get(k, None) for k in keys)
 
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
-        fs, out = filesystem(job.output, self.storage_options)
-        footers = input_footers(job.inputs, self.storage_options)
-        rows_in = sum(md.num_rows for md, _ in footers)
-        for location, (_, file_schema) in zip(job.inputs, footers):
-            problem = rename_problem(file_schema, schema, job.partition_columns)
-            if problem:  # Spark's reader would fill the new name with nulls
-                raise VerificationError(f"{location}: {problem}; nothing was committed")
-        df = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in job.inputs)).coalesce(1)
-        if job.sort_by:
-            df = df.sortWithinPartitions(*job.sort_by)
-        df.write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
+        fs, _ = filesystem(job.output, self.storage_options)
+        footers = self._input_footers(job, schema)
+        self._bin_frame(job, spark_schema).write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
         _, staging = filesystem(job.staging, self.storage_options)
         outputs = [i.path for i in fs.get_file_info(pafs.FileSelector(staging))
                    if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")
                    and i.path.endswith(".parquet")]
         if len(outputs) != 1:
             raise ApplyError(f"expected one output file from Spark in {job.staging}, found {len(outputs)}")
-        fs.move(outputs[0], out)
+        written = self._finish(job, outputs[0], footers, schema)
         fs.delete_dir(staging)
+        return written
+
+    def _finish(self, job: BinJob, staged: str, footers: list[tuple[Any, pa.Schema]], schema: pa.Schema) -> WrittenFile:
+        """Move the bin's file from staging to its final name, and verify it against its inputs."""
+        fs, out = filesystem(job.output, self.storage_options)
+        rows_in = sum(md.num_rows for md, _ in footers)
+        fs.move(staged, out)
         check_written_schema(out, schema, fs)
         written = pq.ParquetFile(out, filesystem=fs)
         kept = [(md, pa.schema([f for f in sch if f.name not in job.partition_columns])) for md, sch in footers]
