@@ -45,8 +45,8 @@ class RewriteEngine(Protocol):
     def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema,
                 on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         """Write one file per job with exactly ``schema`` (the table's data columns: no partition
-        columns, microsecond timestamps, never INT96), up to the engine's max_concurrent_rewrites jobs
-        at once. Returns the files in job order; ``on_done`` is called as each job finishes (progress).
+        columns, microsecond timestamps, never INT96), as the engine schedules them (local: a thread per
+        bin, max_concurrent_rewrites at once; spark: one Spark job per call). Returns the files in job order; ``on_done`` is called as each job finishes (progress).
         On failure it raises; outputs already written stay for the caller's journal to clean up."""
 
     def close(self) -> None:

@@ -142,11 +142,6 @@ class SparkEngine:
 
     # ----------------------------------------------------------------- the rewrite path
 
-    def max_concurrent_rewrites(self) -> int:
-        if self.target.threads:
-            return int(self.target.threads)
-        return max(1, int(self.spark.sparkContext.defaultParallelism))
-
     def rewrite(self, jobs: Sequence[BinJob], schema: pa.Schema,
                 on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         from pyspark.sql.pandas.types import from_arrow_schema

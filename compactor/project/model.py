@@ -54,8 +54,8 @@ class Target:
     #: object-store options passed to delta-rs; secrets: never printed or serialised
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: bins rewritten at once (profile key ``max_concurrent_rewrites``; ``threads`` is its old name):
-    #: the local engine's thread pool, the spark engine's concurrent bin jobs. None: the cores of the
-    #: machine (local), the session's default parallelism (spark)
+    #: the local engine's thread pool (None: the machine's cores). The spark engine writes a commit group
+    #: as one Spark job whatever it is, except 1: a job per bin, one after the other (sequential)
     threads: int | None = None
     #: partial progress: consecutive rewrites of a table are committed together, at most this many bins
     #: and bytes (a partition larger than that is committed alone); profile keys ``commit_every_bins``,
