@@ -35,6 +35,24 @@ _READERS = 16
 # ----------------------------------------------------------------------------- reading the window
 
 
+def _read_commits(table: TableLocation, versions: list[int],
+                  known: Mapping[int, Commit] | None = None) -> list[Commit | None]:
+    """The commits of ``versions`` (None: not there), fetched ``_READERS`` at a time and parsed in this
+    thread (parsing holds the GIL: parsing threads would only contend); ``known``: commits already
+    parsed, by version."""
+    known = known or {}
+    missing = [v for v in versions if v not in known]
+    texts: dict[int, str | None] = {}
+    if missing:
+        with ThreadPoolExecutor(max_workers=min(_READERS, len(missing)), thread_name_prefix="delta-log") as pool:
+            texts = dict(zip(missing, pool.map(lambda v: read_commit_text(table, v), missing)))
+    out: list[Commit | None] = []
+    for v in versions:
+        text = texts.get(v)
+        out.append(known[v] if v in known else None if text is None else parse_commit(v, text))
+    return out
+
+
 def prefetch_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> dict[int, Commit]:
     """The newest ``horizon`` JSON commits listed in ``_delta_log`` now, parsed, by version: planning reads
     them while delta-rs loads the table's state (it releases the GIL), and ``read_window`` takes them
@@ -44,12 +62,7 @@ def prefetch_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> 
         found, _ = storage_for(table.uri, table.storage_options).list_dir("_delta_log")
         versions = sorted(int(n[:20]) for n in (o.path.rsplit("/", 1)[-1] for o in found)
                           if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())[-max(1, horizon):]
-        out: dict[int, Commit] = {}
-        for v in versions:
-            text = read_commit_text(table, v)
-            if text is not None:
-                out[v] = parse_commit(v, text)
-        return out
+        return {c.version: c for c in _read_commits(table, versions) if c is not None}
     except Exception as e:  # noqa: BLE001 - only a head start: the window is read as usual without it
         log.debug("%s: no head start on the log scan: %s", table.uri, e)
         return {}
@@ -63,19 +76,7 @@ def read_window(table: TableLocation, *, until: int, start: int | None = None,
     lo = max(0, until - max(1, horizon) + 1)
     if start is not None:
         lo = max(lo, start)
-    versions = list(range(lo, until + 1))
-    if not versions:
-        return []
-    known = known or {}
-
-    def read(v: int) -> Commit | None:
-        if v in known:
-            return known[v]
-        text = read_commit_text(table, v)
-        return None if text is None else parse_commit(v, text)
-
-    with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
-        got = list(pool.map(read, versions))
+    got = _read_commits(table, list(range(lo, until + 1)), known)
     out: list[Commit] = []
     for c in reversed(got):  # the contiguous run ending at ``until``
         if c is None:
