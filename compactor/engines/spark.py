@@ -42,6 +42,13 @@ UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
 _UNION_LOCK = threading.Lock()
 
 
+def _part_files(fs: pafs.FileSystem, folder: str) -> list[str]:
+    """The ``part-*.parquet`` files Spark wrote directly in ``folder`` (none when it does not exist)."""
+    return [i.path for i in fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+            if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")
+            and i.path.endswith(".parquet")]
+
+
 def _sql_literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -180,10 +187,7 @@ class SparkEngine:
         out: dict[str, WrittenFile] = {}
         for i, job in enumerate(jobs):
             folder = posixpath.join(staging, f"{BIN_COLUMN}={i}")
-            info = fs.get_file_info(folder)
-            files = [f.path for f in fs.get_file_info(pafs.FileSelector(folder))
-                     if f.type == pafs.FileType.File and posixpath.basename(f.path).startswith("part-")
-                     and f.path.endswith(".parquet")] if info.type == pafs.FileType.Directory else []
+            files = _part_files(fs, folder)
             if len(files) > 1:
                 raise ApplyError(f"expected one output file for bin {i} from Spark in {folder}, found {len(files)}")
             if files:
@@ -236,9 +240,7 @@ class SparkEngine:
         footers = self._input_footers(job, schema)
         self._bin_frame(job, spark_schema).write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
         _, staging = filesystem(job.staging, self.storage_options)
-        outputs = [i.path for i in fs.get_file_info(pafs.FileSelector(staging))
-                   if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")
-                   and i.path.endswith(".parquet")]
+        outputs = _part_files(fs, staging)
         if len(outputs) != 1:
             raise ApplyError(f"expected one output file from Spark in {job.staging}, found {len(outputs)}")
         written = self._finish(job, outputs[0], footers, schema)

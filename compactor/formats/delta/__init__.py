@@ -22,11 +22,11 @@ from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
+from compactor.planning.plan import TablePlan
+from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:
     from compactor.formats.delta.log import Commit
-from compactor.planning.plan import TablePlan
-from compactor.policy.model import TablePolicy
 
 
 def duplicate_facts(table: TableLocation, version: int | None,
