@@ -15,7 +15,7 @@ from compactor.policy.model import TablePolicy
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import Located, YamlProblem, context_lines, load_yaml
-from compactor.project.loader import PROJECT_FILE, load_project, load_target
+from compactor.project.loader import PROJECT_FILE, load_project, load_target, unknown_catalog
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.project.selection import check_selector, select_policies
 
@@ -221,10 +221,7 @@ def _cross_checks(policies: list[TablePolicy], target: Target | None) -> list[Di
         named = p.discover.catalog if p.discover is not None else p.catalog.catalog if p.catalog is not None else None
         if named is not None and target is not None and named not in target.catalogs:
             ref = p.location("discover" if p.discover is not None else "catalog")
-            known = ", ".join(sorted(target.catalogs)) or "none"
-            diags.append(Diagnostic(ref.file, ref.line, ref.col, "unknown_catalog",
-                                    f"catalog '{named}' is not defined in target '{target.name}' (its catalogs: "
-                                    f"{known})", "", "declare it under the target's `catalogs:` in profiles.yml"))
+            diags.append(unknown_catalog(ref.file, ref.line, ref.col, named, target))
     return diags
 
 

@@ -22,7 +22,7 @@ from compactor.policy.model import DbtRef, TablePolicy
 from compactor.policy.schema import schema_diagnostics
 from compactor.policy.yamlpos import Located, YamlProblem, load_yaml
 from compactor.project.dbt_manifest import RESOURCE_KEYS, DbtNode, ManifestError, read_manifest
-from compactor.project.loader import PROJECT_FILE
+from compactor.project.loader import PROJECT_FILE, unknown_catalog
 from compactor.project.model import DbtSettings, Project, Target
 
 #: keys a dbt node's policy does not set: the node is the table
@@ -57,8 +57,8 @@ def dbt_policies(project: Project, target: Target,
                                "without reaching the warehouse")], shown
     catalog, diags = _catalog(settings, target, project_doc)
     policies: list[TablePolicy] = []
+    kind = target.catalogs[catalog].type if catalog is not None else ""
     for node in nodes:
-        kind = target.catalogs[catalog].type if catalog is not None else ""
         p, d = _node_policy(node, sources.where(node), catalog, kind, project, project_doc, shown)
         diags += d
         if p is not None:
@@ -74,11 +74,8 @@ def _catalog(settings: DbtSettings, target: Target,
     if settings.catalog in target.catalogs:
         return settings.catalog, []
     line, col = project_doc.pos("dbt.catalog") if project_doc is not None else (1, 1)
-    known = ", ".join(sorted(target.catalogs)) or "none"
-    return None, [Diagnostic(PROJECT_FILE, line, col, "unknown_catalog",
-                             f"dbt.catalog '{settings.catalog}' is not defined in target '{target.name}' "
-                             f"(its catalogs: {known})", "dbt.catalog",
-                             "declare it under the target's `catalogs:` in profiles.yml")]
+    return None, [unknown_catalog(PROJECT_FILE, line, col, settings.catalog, target, what="dbt.catalog",
+                                  json_path="dbt.catalog")]
 
 
 def _positions(value: dict[str, Any], base: str) -> Located:

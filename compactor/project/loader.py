@@ -73,6 +73,15 @@ def _dbt_settings(value: Mapping[str, Any] | None, root: Path) -> DbtSettings | 
     return DbtSettings(manifest=manifest, project_dir=project_dir, catalog=value.get("catalog"))
 
 
+def unknown_catalog(file: str, line: int, col: int, named: str, target: Target, *, what: str = "catalog",
+                    json_path: str = "") -> Diagnostic:
+    """A catalog named in a policy or in compactor.yml that the target does not declare."""
+    known = ", ".join(sorted(target.catalogs)) or "none"
+    return Diagnostic(file, line, col, "unknown_catalog", f"{what} '{named}' is not defined in target "
+                      f"'{target.name}' (its catalogs: {known})", json_path,
+                      "declare it under the target's `catalogs:` in profiles.yml")
+
+
 def find_profiles(project_dir: Path, profiles_dir: Path | None) -> Path | None:
     if profiles_dir is not None:
         p = Path(profiles_dir) / PROFILES_FILE
