@@ -5,9 +5,12 @@ its files are read in order, a few ahead of the writer on a reader pool, conform
 (columns added by schema evolution are filled with nulls, types cast to the table's) and buffered until
 a row group is full, so memory per bin stays near one row group however large the bin.
 
-On object stores every input is fetched whole with one GET (no HEAD, no footer probe, no range reads:
-compaction inputs are small files, and a request costs more than the bytes), and the reader pool is
-wider, since those reads wait on the network rather than the CPU."""
+Every input up to WHOLE_FILE_BYTES is read whole into memory first, and parquet decodes it from there:
+on object stores that is one GET (no HEAD, no footer probe, no range reads: compaction inputs are small
+files, and a request costs more than the bytes); on local disk one read() instead of the reader's seeks
+and small reads for the footer and each column chunk (about half the time per small file, measured in
+docs/benchmarks.md). On object stores the reader pool is wider, since those reads wait on the network
+rather than the CPU."""
 
 from __future__ import annotations
 
@@ -24,13 +27,16 @@ from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.footer_check import column_problem, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.errors import ApplyError, VerificationError
-from compactor.runtime.paths import filesystem, is_remote
+from compactor.runtime.paths import filesystem, is_remote, local_path
 
 #: a row group is written when this many rows or bytes (in memory) are buffered
 ROW_GROUP_ROWS = 1 << 20
 ROW_GROUP_BYTES = 128 << 20
 #: input files read ahead of each bin's writer (on object stores each is one GET of the whole file)
 READ_AHEAD = 8
+#: local inputs up to this size are read whole before decoding; larger ones (a sort or z-order bin's
+#: big files) are decoded from the file, so memory stays near the decoded rows
+WHOLE_FILE_BYTES = 64 << 20
 
 
 def conform(table: pa.Table, schema: pa.Schema, droppable: tuple[str, ...] = ()) -> pa.Table:
@@ -86,8 +92,7 @@ class LocalEngine:
                 storage, rel = locate(location, self.storage_options)
                 pf = pq.ParquetFile(pa.BufferReader(storage.read_bytes(rel)))
             else:
-                fs, path = filesystem(location, self.storage_options)
-                pf = pq.ParquetFile(path, filesystem=fs)
+                pf = _local_parquet(local_path(location))
             return (pf.metadata.num_rows, conform(pf.read(use_threads=False), schema, droppable),
                     (pf.metadata, pf.schema_arrow))
         except (OSError, pa.ArrowException) as e:
@@ -150,6 +155,14 @@ class LocalEngine:
 
     def close(self) -> None:
         pass
+
+
+def _local_parquet(path: str) -> pq.ParquetFile:
+    """A local parquet file, read whole with one read() when it is small."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size <= WHOLE_FILE_BYTES:
+            return pq.ParquetFile(pa.BufferReader(f.read()))
+    return pq.ParquetFile(path)
 
 
 #: how compactor writes parquet: what Spark and delta-rs readers expect of a Delta data file
