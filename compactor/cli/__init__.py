@@ -55,4 +55,7 @@ def cli() -> None:
 
 
 def main() -> None:
+    from compactor.runtime.pyarrow_pandas import defer_pandas
+
+    defer_pandas()
     cli(prog_name="compactor")
