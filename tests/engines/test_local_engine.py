@@ -135,3 +135,35 @@ def test_sort_strategy_writes_sorted_files(tmp_path: Path) -> None:
     ids = pq.read_table(out).column("id").to_pylist()
     assert ids == sorted(ids) and len(ids) == n
     exactly_once(t, n)
+
+
+def test_inputs_above_the_whole_file_size_are_decoded_from_the_file(tmp_path: Path, monkeypatch) -> None:
+    """Small inputs are read whole into memory (one read); larger ones are decoded from the file. Both
+    paths rewrite the same rows: here every input takes the file path."""
+    from compactor.engines import local
+
+    opened: list[str] = []
+    real = local.pq.ParquetFile
+
+    def parquet_file(source, *a, **k):  # records which reader each input got; reads with the real one
+        opened.append("memory" if isinstance(source, pa.BufferReader) else "file")
+        return real(source, *a, **k)
+
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=4)
+    monkeypatch.setattr(local.pq, "ParquetFile", parquet_file)
+    monkeypatch.setattr(local, "WHOLE_FILE_BYTES", 0)
+    run = apply_plan(plan_for(t), target=Target())
+    assert run.ok, [r.error for r in run.results]
+    assert opened.count("file") >= 8 and "memory" not in opened, opened
+    exactly_once(t, n)
+    assert len(_live(t)) == 2
+
+    opened.clear()
+    monkeypatch.setattr(local, "WHOLE_FILE_BYTES", 64 << 20)
+    make_table(t, partitions=2, appends=3, start=n)
+    plan = plan_for(t)
+    inputs = sum(len(a.input_paths) for a in plan.tables[0].actions)
+    run = apply_plan(plan, target=Target())
+    assert run.ok and opened.count("memory") == inputs == 8, opened
+    exactly_once(t, n + 300)
