@@ -167,12 +167,12 @@ class SparkEngine:
         Spark wrote a file for (a bin of no rows gets none: its caller writes it on its own)."""
         from functools import reduce
 
-        from pyspark.sql import functions as F
-
         footers = [self._input_footers(job, schema) for job in jobs]
-        frames = [self._bin_frame(job, spark_schema).withColumn(BIN_COLUMN, F.lit(i)) for i, job in enumerate(jobs)]
+        # a SQL literal, not functions.lit: the same Column works in a classic and a Spark Connect session
+        frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}") for i, job in enumerate(jobs)]
         stage = jobs[0].staging
-        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("errorifexists")
+        # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists" spelling
+        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("error")
         with _UNION_LOCK:  # the setting is the session's: one union write at a time changes it
             before = self.spark.conf.get(UNION_PARTITIONING, None)
             self.spark.conf.set(UNION_PARTITIONING, "false")
@@ -238,7 +238,7 @@ class SparkEngine:
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
         fs, _ = filesystem(job.output, self.storage_options)
         footers = self._input_footers(job, schema)
-        self._bin_frame(job, spark_schema).write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
+        self._bin_frame(job, spark_schema).write.mode("error").parquet(self.hadoop_path(job.staging))
         _, staging = filesystem(job.staging, self.storage_options)
         outputs = _part_files(fs, staging)
         if len(outputs) != 1:
