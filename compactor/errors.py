@@ -30,6 +30,14 @@ class UsageError(CompactorError):
     code = "usage"
 
 
+class EngineUnavailableError(UsageError):
+    """The target's engine cannot start: no Java for a local Spark, no Spark Connect server answering at
+    ``spark.remote``, a missing client library. Apply stops at once (every action would fail the same way)
+    with this one message, instead of failing action after action."""
+
+    code = "engine_unavailable"
+
+
 class ProjectError(CompactorError):
     """compactor.yml or profiles.yml is missing or invalid."""
 

@@ -4,7 +4,8 @@ The catalog opens (or reuses) a SparkSession with ``spark.sql.catalogImplementat
 metastore (``metastore_uris``: thrift://...) or an embedded Derby one (``metastore_db``: a folder), and the
 warehouse (``warehouse``). ``SHOW TABLES IN <db>`` lists a database and ``DESCRIBE TABLE EXTENDED`` gives
 each table's provider, location and properties. A JVM starts only for this lookup; planning and the local
-engine's apply stay on delta-rs.
+engine's apply stay on delta-rs. With the profile's ``spark.remote`` the lookup runs on the Spark Connect
+server, against the metastore the server was started with (its Hive settings are the server's).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ class HiveCatalog:
         self.name = settings.name
         o = settings.options
         conf = {**spark.conf, "spark.sql.catalogImplementation": "hive"}
+        if spark.remote:  # a Spark Connect server has its metastore: these are static settings of the server
+            conf, o = dict(spark.conf), {}
         if o.get("warehouse"):
             conf["spark.sql.warehouse.dir"] = o["warehouse"]
         if o.get("metastore_uris"):

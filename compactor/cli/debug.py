@@ -17,7 +17,8 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @handle_errors
 def command(project_dir, profiles_dir, target, vars_text, select, exclude, spark_session, debug) -> int:
     """Check the project, the profile and target, each selected table's store with the target's
-    credentials, and for a spark target Java, pyspark and (with --spark-session) the Delta jars."""
+    credentials, and for a spark target Java (with spark.remote: that the Spark Connect server answers),
+    pyspark and (with --spark-session) the Delta jars."""
     from compactor import api
 
     failed = False

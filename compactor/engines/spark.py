@@ -10,6 +10,8 @@ union of single-partition children into one partition (``spark.sql.unionOutputPa
 write turns that off for its own query. A bin with sorted output (strategy sort), a bin Spark wrote no
 file for (no rows), and every bin under ``max_concurrent_rewrites: 1`` (the sequential profile) are
 written one job per bin.
+Over Spark Connect (profile ``spark.remote``, engines/spark_connect.py) the same jobs run on the server:
+no JVM starts here, and compactor still reads each output back from storage, verifies it and commits it.
 pyspark is imported lazily.
 """
 
@@ -28,7 +30,7 @@ import pyarrow.parquet as pq
 from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.footer_check import column_problem, input_footers, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
-from compactor.errors import ApplyError, VerificationError
+from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
 from compactor.project.model import Target
 from compactor.runtime.paths import filesystem, hadoop_uri
 
@@ -105,17 +107,29 @@ class SparkEngine:
         self._spark: Any = None
         self._owns_session = False
         self._s3_native: bool | None = None
+        self._delta_sql: bool | None = None
+        self._unavailable: EngineUnavailableError | None = None
 
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            from pyspark.sql import SparkSession
+            from compactor.engines.spark_session import open_session
 
-            from compactor.engines.spark_session import get_or_create_session
-
-            self._owns_session = SparkSession.getActiveSession() is None
-            self._spark = get_or_create_session(self.target.spark)
+            if self._unavailable is not None:  # asked once: an unreachable server is not probed again
+                raise self._unavailable
+            try:
+                self._spark, self._owns_session = open_session(self.target.spark)
+            except CompactorError as e:  # no session, no Spark work: the run stops here (one message)
+                self._unavailable = EngineUnavailableError(e.message, hint=e.hint)
+                raise self._unavailable from None
         return self._spark
+
+    @property
+    def connected(self) -> bool:
+        """Whether the session is a Spark Connect one (the Spark work runs on a server; no JVM here)."""
+        from compactor.engines.spark_connect import is_connect
+
+        return is_connect(self.spark)
 
     def versions(self) -> dict[str, str]:
         import deltalake
@@ -124,6 +138,8 @@ class SparkEngine:
         return {"pyspark": pyspark.__version__, "deltalake": deltalake.__version__, "pyarrow": pa.__version__}
 
     def close(self) -> None:
+        """Stop the session this engine created (over Spark Connect: this client's session on the server;
+        the server keeps running)."""
         if self._spark is not None and self._owns_session:
             self._spark.stop()
         self._spark = None
@@ -131,9 +147,14 @@ class SparkEngine:
     # ----------------------------------------------------------------- native delta-spark
 
     def delta_sql_available(self) -> bool:
+        """Whether the session runs Delta SQL (asked once per engine; over Spark Connect, of the server:
+        ``delta_jars: false`` says never)."""
         from compactor.engines.spark_session import delta_sql_enabled
 
-        return delta_sql_enabled(self.spark)
+        if self._delta_sql is None:
+            self._delta_sql = False if self.connected and self.target.spark.delta_jars is False \
+                else delta_sql_enabled(self.spark)
+        return self._delta_sql
 
     def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]:
         """Run one statement (with session settings applied first) and collect its rows. A failure in
@@ -167,12 +188,12 @@ class SparkEngine:
         Spark wrote a file for (a bin of no rows gets none: its caller writes it on its own)."""
         from functools import reduce
 
-        from pyspark.sql import functions as F
-
         footers = [self._input_footers(job, schema) for job in jobs]
-        frames = [self._bin_frame(job, spark_schema).withColumn(BIN_COLUMN, F.lit(i)) for i, job in enumerate(jobs)]
+        # a SQL literal, not functions.lit: the same Column works in a classic and a Spark Connect session
+        frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}") for i, job in enumerate(jobs)]
         stage = jobs[0].staging
-        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("errorifexists")
+        # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists" spelling
+        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("error")
         with _UNION_LOCK:  # the setting is the session's: one union write at a time changes it
             before = self.spark.conf.get(UNION_PARTITIONING, None)
             self.spark.conf.set(UNION_PARTITIONING, "false")
@@ -216,11 +237,21 @@ class SparkEngine:
         if not uri.startswith("s3://"):
             return uri
         if self._s3_native is None:
-            try:
-                self._s3_native = self.spark._jsc.hadoopConfiguration().get("fs.s3.impl") is not None
-            except Exception:  # noqa: BLE001 - py4j errors: assume open-source Hadoop
-                self._s3_native = False
+            self._s3_native = self._has_s3_filesystem()
         return uri if self._s3_native else hadoop_uri(uri)
+
+    def _has_s3_filesystem(self) -> bool:
+        """Whether the session's Hadoop configuration has a filesystem for ``s3``. Over Spark Connect the
+        server's Hadoop configuration is out of reach: the session's ``spark.hadoop.fs.s3.impl`` (the server's
+        own settings, or the profile's ``conf``) or a Databricks cluster says so."""
+        if self.connected:
+            conf = self.spark.conf
+            return any(conf.get(k, None) for k in ("spark.hadoop.fs.s3.impl",
+                                                    "spark.databricks.clusterUsageTags.clusterId"))
+        try:
+            return self.spark._jsc.hadoopConfiguration().get("fs.s3.impl") is not None
+        except Exception:  # noqa: BLE001 - py4j errors: assume open-source Hadoop
+            return False
 
     def native_commits_safe(self, uri: str) -> bool:
         """Whether delta-spark commits to ``uri`` safely against concurrent writers. Not on S3 with
@@ -238,7 +269,7 @@ class SparkEngine:
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
         fs, _ = filesystem(job.output, self.storage_options)
         footers = self._input_footers(job, schema)
-        self._bin_frame(job, spark_schema).write.mode("errorifexists").parquet(self.hadoop_path(job.staging))
+        self._bin_frame(job, spark_schema).write.mode("error").parquet(self.hadoop_path(job.staging))
         _, staging = filesystem(job.staging, self.storage_options)
         outputs = _part_files(fs, staging)
         if len(outputs) != 1:

@@ -1,6 +1,8 @@
-"""Get a SparkSession for the spark engine: reuse an active one (Databricks, spark-submit), else build
-one from the profile, with the Delta Lake jars loaded the way users load them
-(``delta.configure_spark_with_delta_pip``). pyspark is imported only here and in the spark engine, lazily."""
+"""Get a SparkSession for the spark engine: a Spark Connect session to the profile's ``spark.remote``
+(compactor/engines/spark_connect.py: no JVM on this machine), else reuse an active one (Databricks,
+spark-submit), else one to pyspark's ``SPARK_REMOTE``, else build one from the profile, with the Delta Lake
+jars loaded the way users load them (``delta.configure_spark_with_delta_pip``). pyspark is imported only
+here and in the spark engine, lazily."""
 
 from __future__ import annotations
 
@@ -110,26 +112,45 @@ def _build_session(master: str, app_name: str, conf: Mapping[str, str] | None, *
 
 
 def get_or_create_session(settings: SparkSettings | None = None) -> Any:
-    settings = settings or SparkSettings()
+    return open_session(settings or SparkSettings())[0]
+
+
+def open_session(settings: SparkSettings) -> tuple[Any, bool]:
+    """The session for ``settings`` and whether it was created here (its owner stops it). Over Spark
+    Connect (the profile's ``spark.remote``, else pyspark's ``SPARK_REMOTE`` when no session is active)
+    nothing looks for Java or starts a JVM."""
+    from compactor.engines.spark_connect import connect_session, env_remote
+
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise UsageError("the spark engine needs pyspark", hint="pip install 'compactor[spark]'") from None
+    if settings.remote:
+        return connect_session(settings.remote, settings), True
     active = SparkSession.getActiveSession()
     if active is not None:
         for k, v in REQUIRED_CONF.items():
             active.conf.set(k, v)
-        return active
+        return active, False
+    remote = env_remote(settings)
+    if remote:
+        return connect_session(remote, settings), True
     if shutil.which("java") is None:
-        raise UsageError("the spark engine needs Java (none found on PATH)", hint="install a JDK 17 runtime")
+        raise UsageError("the spark engine needs Java (none found on PATH)",
+                         hint="install a JDK 17 runtime, or reach a running Spark Connect server (spark.remote)")
     return build_session(settings.master or "local[*]", settings.app_name, settings.conf,
-                         delta_jars=settings.delta_jars, packages=settings.packages)
+                         delta_jars=settings.delta_jars, packages=settings.packages), True
 
 
 def delta_jars_available(spark: Any) -> bool:
     """True when io.delta classes load in this session (native OPTIMIZE/VACUUM possible). Jars from
     spark.jars.packages live in Spark's context class loader, not the system one, so the lookup must go
-    through it (a plain Class.forName says "absent" in every pip-installed session)."""
+    through it (a plain Class.forName says "absent" in every pip-installed session). Over Spark Connect
+    (no JVM here) the server is asked whether it has Delta's data source."""
+    from compactor.engines.spark_connect import delta_source_available, is_connect
+
+    if is_connect(spark):
+        return delta_source_available(spark)
     try:
         jvm = spark._jvm
         loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()

@@ -128,11 +128,12 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
             diags.append(Diagnostic(str(path), line, col, "catalog_option",
                                     f"catalog '{cname}': `{key}` is not an option of a {c.get('type')} catalog",
                                     where, f"its options: {', '.join(sorted(CATALOG_TYPES[str(c.get('type'))]))}"))
+    diags += _remote_conflicts(doc, str(path), f"{name}.outputs.{chosen}.spark", spark)
     if any(d.severity == "error" for d in diags):
         return Target(), diags
     return Target(
         name=chosen, profile=name, engine=out["engine"],
-        spark=SparkSettings(master=spark.get("master"), app_name=spark.get("app_name", "compactor"),
+        spark=SparkSettings(master=spark.get("master"), remote=spark.get("remote"), app_name=spark.get("app_name", "compactor"),
                             conf={k: str(v) for k, v in (spark.get("conf") or {}).items()},
                             delta_jars=spark.get("delta_jars", "auto"),
                             packages=tuple(spark.get("packages") or ())),
@@ -143,6 +144,22 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
         **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),
     ), diags
+
+
+def _remote_conflicts(doc: Any, file: str, where: str, spark: Mapping[str, Any]) -> list[Diagnostic]:
+    """``spark.remote`` connects to a running Spark Connect server: ``master`` (start Spark here) and
+    ``packages`` (jars for a session started here) cannot apply with it."""
+    if not spark.get("remote"):
+        return []
+    out = []
+    for key, why in (("master", "a session either starts Spark (master) or connects to a Spark Connect server (remote)"),
+                     ("packages", "the Spark Connect server loads its own jars; a session cannot add any")):
+        if spark.get(key):
+            line, col = doc.pos(f"{where}.{key}")
+            out.append(Diagnostic(file, line, col, "spark_remote_conflict", f"`spark.{key}` cannot be set with "
+                                  f"`spark.remote`: {why}", f"{where}.{key}",
+                                  f"remove spark.{key}, or spark.remote to start Spark on this machine"))
+    return out
 
 
 def target_storage_options(options: ProjectOptions) -> Mapping[str, str]:

@@ -31,9 +31,16 @@ def _redacted_conf(conf: Mapping[str, str], storage_options: Mapping[str, str]) 
     return {k: REDACTED if _SECRET_CONF.search(k) or str(v) in secrets else v for k, v in conf.items()}
 
 
+def shown_remote(url: str) -> str:
+    """A Spark Connect URL as printed: ``sc://host:port`` without its parameters (``;token=...``)."""
+    return url.split(";", 1)[0].rstrip("/")
+
+
 @dataclass(frozen=True)
 class SparkSettings:
     master: str | None = None  # None: reuse an active session, else local[*]
+    #: a running Spark Connect server, ``sc://host:port`` (no JVM on this machine); never with ``master``
+    remote: str | None = None
     app_name: str = "compactor"
     conf: Mapping[str, str] = field(default_factory=dict)
     #: load the Delta Lake jars into a session compactor builds (delta.configure_spark_with_delta_pip):
@@ -76,7 +83,9 @@ class Target:
             "name": self.name,
             "profile": self.profile,
             "engine": self.engine,
-            "spark": {"master": self.spark.master, "app_name": self.spark.app_name,
+            "spark": {"master": self.spark.master,
+                      **({"remote": shown_remote(self.spark.remote)} if self.spark.remote else {}),
+                      "app_name": self.spark.app_name,
                       "conf": _redacted_conf(self.spark.conf, self.storage_options), "delta_jars": self.spark.delta_jars,
                       "packages": list(self.spark.packages)} if self.engine == "spark" else None,
             "storage_options": {k: REDACTED for k in self.storage_options},

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from compactor.formats import get_format
-from compactor.project.model import ProjectOptions
+from compactor.project.model import ProjectOptions, Target
 
 
 @dataclass(frozen=True)
@@ -57,23 +57,42 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
         yield from _spark_checks(t, spark_session)
 
 
-def _spark_checks(target: object, spark_session: bool) -> Iterator[Check]:
+def _spark_checks(target: Target, spark_session: bool) -> Iterator[Check]:
     import importlib.util
 
-    java = shutil.which("java")
-    if java is None:
-        yield Check("java", False, "no `java` on PATH (Spark needs Java 17 or 21)")
-    else:
-        r = subprocess.run([java, "-version"], capture_output=True, text=True)
-        yield Check("java", r.returncode == 0, (r.stderr or r.stdout).splitlines()[0] if (r.stderr or r.stdout) else java)
     has_pyspark = importlib.util.find_spec("pyspark") is not None
+    remote = target.spark.remote
+    if remote:  # a Spark Connect server does the Spark work: no Java needed here
+        yield from _connect_check(remote)
+    else:
+        java = shutil.which("java")
+        if java is None:
+            yield Check("java", False, "no `java` on PATH (Spark needs Java 17 or 21)")
+        else:
+            r = subprocess.run([java, "-version"], capture_output=True, text=True)
+            yield Check("java", r.returncode == 0, (r.stderr or r.stdout).splitlines()[0] if (r.stderr or r.stdout) else java)
     yield Check("pyspark", has_pyspark, "importable" if has_pyspark else "not installed (pip install 'compactor[spark]')")
-    if spark_session and java and has_pyspark:
+    if spark_session and has_pyspark and (remote or shutil.which("java")):
         try:
             from compactor.engines.spark_session import delta_jars_available, get_or_create_session
 
-            spark = get_or_create_session(getattr(target, "spark", None))
+            spark = get_or_create_session(target.spark)
             ok = delta_jars_available(spark)
-            yield Check("delta jars", ok, "io.delta.tables.DeltaTable loads" if ok else "not on the classpath")
+            if remote:
+                yield Check("delta jars", ok, f"Delta Lake {'on' if ok else 'not on'} the Spark Connect server")
+            else:
+                yield Check("delta jars", ok, "io.delta.tables.DeltaTable loads" if ok else "not on the classpath")
         except Exception as e:  # noqa: BLE001
             yield Check("delta jars", False, str(e).splitlines()[0])
+
+
+def _connect_check(url: str) -> Iterator[Check]:
+    from compactor.engines.spark_connect import check_reachable
+    from compactor.errors import CompactorError
+    from compactor.project.model import shown_remote
+
+    try:
+        check_reachable(url)
+        yield Check("spark connect", True, f"a server answers at {shown_remote(url)}")
+    except CompactorError as e:
+        yield Check("spark connect", False, e.message)

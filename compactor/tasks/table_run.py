@@ -15,7 +15,7 @@ from typing import Any
 
 from compactor import __version__
 from compactor.engines.base import RewriteEngine
-from compactor.errors import CompactorError, StalePlanError, VerificationError
+from compactor.errors import CompactorError, EngineUnavailableError, StalePlanError, VerificationError
 from compactor.formats.base import ActionContext, TableFormat, TableSession
 from compactor.models.events import (
     ActionFinished,
@@ -140,7 +140,9 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
                 state = None
         try:
             group = _group(env, i, state) if state is not None else None
-        except Exception:  # noqa: BLE001 - e.g. the engine cannot start: the action's own run reports it
+        except EngineUnavailableError:
+            raise
+        except Exception:  # noqa: BLE001 - the action's own run reports it
             group = None
         if group is None:
             state, failed = _run_single(env, i, state, session, results, t0)
@@ -196,6 +198,8 @@ def _run_single(env: TableRun, i: int, state: TableState | None, session: TableS
             state = env.fmt.read_state(env.location, session=session)
         _run_action(env, i, planned, res, state, session)
         state = env.fmt.simulate(planned, state)
+    except EngineUnavailableError:
+        raise  # every action would fail the same way: the run stops with one message
     except Exception as e:  # noqa: BLE001 - one failing action must not hide the others' results
         _failed(res, e)
     return state, _record(env, res, results, t0)
@@ -225,6 +229,8 @@ def _run_group(env: TableRun, group: list[int], state: TableState, session: Tabl
                 outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
         else:
             outcomes = fmt.run_group(tuple(a for _, a, _ in members), ctx)
+    except EngineUnavailableError:
+        raise  # nothing of the group was committed; the run stops with one message
     except Exception as e:  # noqa: BLE001 - nothing of the group was committed
         for _, _, res in members:
             _failed(res, e)
@@ -252,6 +258,8 @@ def _next_group(env: TableRun, j: int, state: TableState) -> tuple[Action, ...]:
         return ()
     try:
         group = _group(env, j, state)
+    except EngineUnavailableError:
+        raise
     except Exception:  # noqa: BLE001 - nothing is prepared; the group's own run reports the problem
         return ()
     return tuple(env.table.actions[i] for i in group) if group else ()
