@@ -36,6 +36,7 @@ POINTS: dict[str, str] = {
     "sink.before_swap": "a sink rewrite's outputs are in place; the manifest not yet replaced",
     "sink.after_swap": "the manifest is replaced; the ledger and journal not yet updated",
     "lease.acquired": "the table lease is held; nothing else done",
+    "engine.worker_bin": "a local-engine worker process is about to rewrite its bin (in the worker, not in compactor's own process)",
 }
 
 _hook: Callable[[str], None] | None = None
