@@ -44,6 +44,7 @@ from typing import Any
 
 from compactor.formats.delta.log import Commit
 from compactor.models.duplicates import DuplicateReport
+from compactor.runtime.gc_pause import gc_paused
 
 #: commit metadata of compactor's repair commits: the versions of the anomalies it repairs
 REPAIR_OF = "compactor.repair_of"
@@ -154,6 +155,11 @@ def repair_copies(c: Commit) -> dict[str, str]:
 
 def analyse(commits: Iterable[Commit]) -> Lineage:
     """Replay ``commits`` (consecutive versions, oldest first) and find every anomaly (module docstring)."""
+    with gc_paused():  # a dict entry per action of the window: nothing to collect, much to walk
+        return _analyse(commits)
+
+
+def _analyse(commits: Iterable[Commit]) -> Lineage:
     live: dict[str, Mapping[str, Any]] = {}
     removed: dict[str, int] = {}
     consumed_by: dict[str, int] = {}

@@ -16,6 +16,7 @@ from urllib.parse import unquote
 import orjson
 
 from compactor.models.table import TableLocation
+from compactor.runtime.gc_pause import gc_paused
 from compactor.runtime.paths import join
 from compactor.runtime.storage import ObjectNotFoundError, storage_for
 
@@ -132,6 +133,11 @@ def commit_path(uri: str, version: int) -> str:
 
 
 def parse_commit(version: int, text: str) -> Commit:
+    with gc_paused():
+        return _parse(version, text)
+
+
+def _parse(version: int, text: str) -> Commit:
     c = Commit(version)
     match = _PLAIN_ACTION.match
     for line in text.split("\n"):  # a commit is newline-delimited: a value may hold U+2028 or U+0085 raw
