@@ -7,7 +7,9 @@ compactor's own apply (planned now or earlier; killed at random crash points). A
 the log must reference no missing file. At the end, compactor plans and applies what it finds (the
 planned repair of rows another writer duplicated, compactions), and then the table must hold exactly
 the oracle's rows, or, where compactor refused a repair it could not prove, every oracle row at least
-once with the refusal reported. Nothing compactor does may lose a row.
+once with the refusal reported. Nothing compactor does may lose a row. After every operation, too, the
+duplicate scan's replay of the whole log with appends applied in bulk must equal the add-by-add replay
+(formats/delta/duplicates.py ``_append``).
 
 CI runs ``COMPACTOR_FUZZ_HISTORIES`` histories (default 500, short ones); the long mode is the same test
 with a larger number (``COMPACTOR_FUZZ_FIRST_SEED`` resumes from a seed). A failure prints its seed and
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from compactor.formats.delta.detection import read_window
+from compactor.formats.delta.duplicates import _analyse
 from compactor.formats.delta.repair import detect
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
@@ -61,6 +65,16 @@ def _settle(h: History) -> str:
     return "refused"
 
 
+def _replays_agree(table: Path) -> None:
+    """The bulk-append replay and the add-by-add one find the same lineage in the whole log."""
+    loc = TableLocation(str(table))
+    from deltalake import DeltaTable
+
+    commits = read_window(loc, until=DeltaTable(str(table)).version(), horizon=1 << 20)
+    bulk, reference = _analyse(commits), _analyse(commits, bulk_appends=False)
+    assert bulk == reference, "the bulk-append replay differs from the add-by-add replay"
+
+
 def _one(tmp: Path, seed: int) -> str:
     h = generate(tmp / f"h{seed}", seed, 0)
     try:
@@ -72,7 +86,10 @@ def _one(tmp: Path, seed: int) -> str:
             rng.choices([f for _, f in OPS], weights)[0](h)
             _, missing = rows_on_storage(h.path)
             assert not missing, f"the log references missing files after {h.log[-1]}: {missing[:3]}"
-        return _settle(h)
+            _replays_agree(h.path)
+        outcome = _settle(h)
+        _replays_agree(h.path)
+        return outcome
     except BaseException as e:
         raise AssertionError(f"seed {seed} failed: {e}\nhistory:\n  " + "\n  ".join(h.log)) from e
 

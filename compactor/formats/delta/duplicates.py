@@ -159,7 +159,10 @@ def analyse(commits: Iterable[Commit]) -> Lineage:
         return _analyse(commits)
 
 
-def _analyse(commits: Iterable[Commit]) -> Lineage:
+def _analyse(commits: Iterable[Commit], *, bulk_appends: bool = True) -> Lineage:
+    """``bulk_appends``: an append (adds only, data changed, not a repair) is applied with whole-dict
+    updates instead of add by add (``_append``); False replays every commit add by add (the reference
+    the fuzzer compares it with, tests/fuzz/test_fuzz.py)."""
     live: dict[str, Mapping[str, Any]] = {}
     removed: dict[str, int] = {}
     consumed_by: dict[str, int] = {}
@@ -187,6 +190,9 @@ def _analyse(commits: Iterable[Commit]) -> Lineage:
         rewrite = not c.data_change
         names = _versions(c.metadata(REPAIR_OF))
         is_repair = bool(names) and rewrite
+        if bulk_appends and not rewrite and not c.removes:
+            _append(c, live, removed, produced_by, carries, last_add, live_removes_of, new_files)
+            continue
         # classify the removes against the state before this commit
         live_removes = [p for p in c.removes if p in live or p not in removed]  # unseen: live before the window
         strays = {p: removed[p] for p in c.removes if p not in live and p in removed}
@@ -262,6 +268,29 @@ def _analyse(commits: Iterable[Commit]) -> Lineage:
                       tainted, live_removes_of, new_files)
     _settle(lineage, repaired_claims)
     return lineage
+
+
+def _append(c: Commit, live: dict[str, Mapping[str, Any]], removed: dict[str, int], produced_by: dict[str, int],
+            carries: dict[str, frozenset[int]], last_add: dict[str, Mapping[str, Any]],
+            live_removes_of: dict[int, tuple[str, ...]], new_files: dict[int, tuple[str, ...]]) -> None:
+    """What the add-by-add replay does for a commit that only adds and changes data (an append, a
+    RESTORE's re-adds), as whole-dict updates. Such a commit consumes nothing, so nothing passes to its
+    files (``passed`` is empty) and it is no anomaly (every anomaly is a rewrite's); a file it brings back
+    from ``removed`` keeps what it carried, every other file it adds carries nothing."""
+    adds = c.adds
+    back = [p for p in adds if p in removed]
+    live_removes_of[c.version] = ()
+    new_files[c.version] = tuple(p for p in adds if p not in live and p not in removed)
+    live.update(adds)
+    last_add.update(adds)
+    produced_by.update(dict.fromkeys(adds, c.version))
+    for p in back:
+        del removed[p]
+    if carries:
+        kept = set(back)
+        for p in adds:
+            if p not in kept:
+                carries.pop(p, None)
 
 
 def _set(carries: dict[str, frozenset[int]], path: str, ids: set[int] | frozenset[int]) -> None:
