@@ -53,6 +53,8 @@ def conform(table: pa.Table, schema: pa.Schema, droppable: tuple[str, ...] = ())
     was added), others cast, ``droppable`` ones (partition columns a writer also stored) dropped. A file
     that lacks a column of the schema and holds one the schema does not know is refused: that is a
     rename the file predates, and filling the new name with nulls would lose the values."""
+    if table.schema.equals(schema):  # the usual case: the file has the table's columns, types and nullability
+        return pa.Table.from_arrays(table.columns, schema=schema)
     problem = rename_problem(table.schema, schema, droppable)
     if problem:
         raise VerificationError(f"{problem}; nothing was committed")
@@ -187,10 +189,24 @@ def _rewrite_alone(job: BinJob, *, schema: pa.Schema, storage_options: Mapping[s
 
 def _local_parquet(path: str) -> pq.ParquetFile:
     """A local parquet file, read whole with one read() when it is small."""
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size <= WHOLE_FILE_BYTES:
-            return pq.ParquetFile(pa.BufferReader(f.read()))
-    return pq.ParquetFile(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = _read_all(fd, size) if size <= WHOLE_FILE_BYTES else None
+    finally:
+        os.close(fd)
+    return pq.ParquetFile(pa.BufferReader(data) if data is not None else path)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
 
 #: how compactor writes parquet: what Spark and delta-rs readers expect of a Delta data file
