@@ -102,8 +102,8 @@ def run(code: str, *args: str, allocator_conf: str | None = None) -> list[float]
 
 
 def cached_table(base: Path, n: int) -> Path:
-    """The synthetic table with n files under base, built once and reused across runs."""
-    path = base / f"t{n}"
+    """The synthetic table with n files under base (PARTITIONS partitions), built once and reused."""
+    path = base / (f"t{n}" if PARTITIONS == 1000 else f"t{n}-p{PARTITIONS}")
     if not (path / "_delta_log").exists():
         t0 = time.time()
         build_table(path, n)
@@ -112,11 +112,14 @@ def cached_table(base: Path, n: int) -> Path:
 
 
 def main() -> None:
+    global PARTITIONS
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default="/tmp/compactor-plan-scale")
+    ap.add_argument("--partitions", type=int, default=1000, help="partitions of the synthetic table")
     args = ap.parse_args()
+    PARTITIONS = args.partitions
     base = Path(args.dir)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:

@@ -1,6 +1,8 @@
 """Spark at scale: compactor's spark engine (its default settings) vs delta-spark OPTIMIZE on a table of
-200 partitions x 10 small files, on ``local[2]`` and on a standalone cluster (tests/cluster.py: a master
-and two 1-core workers on 127.0.0.1).
+200 partitions x 10 small files, on ``local[2]``, on a standalone cluster (tests/cluster.py: a master
+and two 1-core workers on 127.0.0.1), and over Spark Connect (``connect``: one running server, local[2]
+with Delta, started once by tests/spark_connect.py; every side is a client process, so no side starts a
+JVM and the figures compare the Spark work itself).
 
 The table is written once by Spark (Delta jars, local[2]): 10 appends of one task each, so every append
 writes one file into each of the 200 partitions (500 rows per file). Every timed run gets a fresh copy.
@@ -14,12 +16,13 @@ Sides (each one whole process, interpreter and JVM start included; the plan is m
   ``max_concurrent_rewrites: 1`` and ``commit_every_bins: 1`` (each key written only if
   compactor/schemas/profiles.schema.json accepts it). The "old sequential engine" reference.
 - ``optimize``: a script building the same session (``build_session``, Delta jars) and running
-  ``OPTIMIZE delta.`<copy>``` with maxFileSize/minFileSize = the policy's target size.
+  ``OPTIMIZE delta.`<copy>``` with maxFileSize/minFileSize = the policy's target size (over Spark
+  Connect: a client session on the server, the same SQL and settings).
 
 Sides alternate (the order rotates each round); the figure is the median of ``--repeat`` runs. After
 every run the table is checked (untimed): 200 live files, every id exactly once.
 
-    python bench/spark_scale.py [--repeat 3] [--envs local,cluster] [--sides compactor,sequential,optimize]
+    python bench/spark_scale.py [--repeat 3] [--envs local,cluster,connect] [--sides compactor,sequential,optimize]
                                 [--method default|rewrite|optimize|auto]
 """
 
@@ -78,6 +81,18 @@ OPTIMIZE = textwrap.dedent("""
     spark.stop()
 """)
 
+OPTIMIZE_CONNECT = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    path, url, target = sys.argv[1], sys.argv[2], sys.argv[4]
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", target)
+    spark.conf.set("spark.databricks.delta.optimize.minFileSize", target)
+    m = spark.sql(f"OPTIMIZE delta.`{path}`").collect()[0]["metrics"]
+    print(json.dumps({"added": m["numFilesAdded"], "removed": m["numFilesRemoved"], "bins": m["numBins"]}))
+    spark.stop()
+""")
+
 
 def profile_keys() -> set[str]:
     """The keys a profile output accepts (compactor's packaged profiles schema)."""
@@ -109,9 +124,10 @@ def make_project(root: Path, table: Path, master: str, conf: dict[str, str], ext
     (root / "policies").mkdir(parents=True, exist_ok=True)
     (root / "compactor.yml").write_text("name: bench\nprofile: bench\n")
     keys = "".join(f"      {k}: {v}\n" for k, v in extra.items())
+    where = f"remote: \"{master}\"" if master.startswith("sc://") else f"master: \"{master}\""
     (root / "profiles.yml").write_text(
         "bench:\n  target: t\n  outputs:\n    t:\n      engine: spark\n      watch_window: 0\n" + keys +
-        f"      spark:\n        master: \"{master}\"\n        conf: {json.dumps(conf)}\n")
+        f"      spark:\n        {where}\n        conf: {json.dumps(conf)}\n")
     (root / "policies" / "t.yml").write_text(
         f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction:\n"
         + ("" if METHOD == "default" else f"      method: {METHOD}\n") +
@@ -140,7 +156,8 @@ def run_side(side: str, base: Path, master_table: Path, master: str, conf: dict[
     if side in ("compactor", "sequential"):
         cmd = [sys.executable, "-m", "compactor", "apply", str(plan), "--project-dir", str(proj)]
     elif side == "optimize":
-        cmd = [sys.executable, "-c", OPTIMIZE, str(copy), master, json.dumps(conf), str(TARGET)]
+        script = OPTIMIZE_CONNECT if master.startswith("sc://") else OPTIMIZE
+        cmd = [sys.executable, "-c", script, str(copy), master, json.dumps(conf), str(TARGET)]
     else:
         raise SystemExit(f"unknown side {side}")
     t0 = time.perf_counter()
@@ -188,6 +205,12 @@ def main() -> None:
         for env in args.envs.split(","):
             if env == "local":
                 results[env] = bench(env, sides, base, master_table, "local[2]", BASE_CONF, args.repeat)
+            elif env == "connect":
+                from tests.spark_connect import connect_server
+
+                with connect_server(base / "connect") as server:
+                    print(f"Spark Connect server up in {server.started_s:.1f}s", file=sys.stderr, flush=True)
+                    results[env] = bench(env, sides, base, master_table, server.url, {}, args.repeat)
             else:
                 from tests.cluster import standalone_cluster
 
