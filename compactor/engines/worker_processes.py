@@ -15,6 +15,7 @@ the call; nothing of it is committed (the caller commits, after verifying every 
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import signal
@@ -39,6 +40,9 @@ def available() -> bool:
 def _worker_started(parent: int) -> None:
     from compactor.runtime import faults
 
+    # what the worker inherited is never garbage here: kept out of the collector's passes, its memory stays
+    # shared with the parent (a pass writes into every object it visits, which would copy its page)
+    gc.freeze()
     faults.set_hook(None)  # a crash-point hook belongs to the parent's run (its env-armed points still apply here)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
