@@ -23,12 +23,10 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
 
 from compactor.engines.base import BinJob, WrittenFile
 from compactor.errors import ApplyError
 
-T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
 
 
