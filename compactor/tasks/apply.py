@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from compactor import __version__
 from compactor.engines.base import RewriteEngine
-from compactor.errors import LeaseError, PlanError, UsageError
+from compactor.errors import EngineUnavailableError, LeaseError, PlanError, UsageError
 from compactor.formats import get_format
 from compactor.formats.base import TableFormat
 from compactor.models.events import (
@@ -69,6 +69,7 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     engines = Engines(target, engine)
     watching: list[tuple[TableWatch, TableLease]] = []  # tables whose lease is kept until the window closes
     deadline = time.monotonic() + target.max_runtime_s if target.max_runtime_s else None
+    unavailable: EngineUnavailableError | None = None
     for table in plan.tables:
         if table.error:  # a table that could not be planned fails the run: a schedule never goes green
             results.append(ActionResult(table.name, "plan", {}, status="error", error=table.error))
@@ -102,6 +103,13 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                 failed = True
                 results += [ActionResult(table.name, a.type, dict(a.partition), "error", error=str(e))
                             for a in table.actions]
+            except EngineUnavailableError as e:  # every action would fail alike: the run stops here, recorded
+                unavailable = e
+                done = {(r.table, r.type, tuple(sorted(r.partition.items()))) for r in results}
+                results += [ActionResult(t.name, a.type, dict(a.partition), "error", error=e.message)
+                            for t in plan.tables[plan.tables.index(table):] for a in t.actions
+                            if (t.name, a.type, tuple(sorted(dict(a.partition).items()))) not in done]
+                break
             if failed and fail_fast:
                 break
         if watching and project is not None and not dry_run:
@@ -118,6 +126,8 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
     run = _run_results(run_id, started, target, engines, plan, plan_file, dry_run, results)
     if project is not None and not dry_run:
         write_run_results(run, project.target_dir)
+    if unavailable is not None:  # after the record: the command says it in one line and exits non-zero
+        raise unavailable
     return run
 
 

@@ -233,3 +233,6 @@ def test_an_unreachable_server_stops_apply_with_one_error_line(tmp_path: Path, g
     assert "Traceback" not in r.stdout + r.stderr
     assert DeltaTable(str(t)).version() == v0  # nothing committed
     assert seconds < 30, seconds  # refused at once: no retrying for minutes
+    run = json.loads((project / "target" / "run_results.json").read_text())  # the stop is recorded
+    assert run["results"] and all(r["status"] == "error" and "cannot reach the Spark Connect server" in r["error"]
+                                  for r in run["results"]), run["results"]
