@@ -26,7 +26,6 @@ from collections.abc import Callable
 #: every crash point compactor has, and where it is
 POINTS: dict[str, str] = {
     "delta.journal_written": "a rewrite's journal names its outputs; nothing written yet",
-    "delta.bin_written": "one output file of a commit group is written, others may not be",
     "delta.outputs_written": "a commit group's outputs are written and verified; no pre-commit check yet",
     "delta.before_commit": "every output written and verified; the commit not yet attempted",
     "delta.after_commit": "the commit is in the log; the journal not yet closed",

@@ -34,6 +34,7 @@ from tests.apply.helpers import plan_for
 
 Row = tuple[int, int]  # (id, value)
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
+                "delta.repair_after_commit",
                 "delta.repair_before_commit", "lease.acquired")
 
 

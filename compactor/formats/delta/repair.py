@@ -268,6 +268,7 @@ def execute(table: TableLocation, detection: Detection, *,
     dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                 partition_by=list(dt.metadata().partition_columns),
                                 commit_properties=commit_properties(cm))
+    crash_point("delta.repair_after_commit")
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
         raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")

@@ -118,6 +118,7 @@ def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Rewri
     journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), key, ctx.state.version,
                             outputs=outputs, staging=staging, storage_options=ctx.storage_options)
     journal.__enter__()  # on storage before the engine writes a single file
+    crash_point("delta.journal_written")
     on_done = None
     if ctx.on_bin_done is not None:
         report = ctx.on_bin_done
