@@ -189,24 +189,9 @@ def _rewrite_alone(job: BinJob, *, schema: pa.Schema, storage_options: Mapping[s
 
 def _local_parquet(path: str) -> pq.ParquetFile:
     """A local parquet file, read whole with one read() when it is small."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        data = _read_all(fd, size) if size <= WHOLE_FILE_BYTES else None
-    finally:
-        os.close(fd)
+    with open(path, "rb", buffering=0) as f:
+        data = f.readall() if os.fstat(f.fileno()).st_size <= WHOLE_FILE_BYTES else None
     return pq.ParquetFile(pa.BufferReader(data) if data is not None else path)
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    chunks = []
-    while size > 0:
-        chunk = os.read(fd, size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
 
 
 #: how compactor writes parquet: what Spark and delta-rs readers expect of a Delta data file
