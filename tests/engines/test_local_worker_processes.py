@@ -4,12 +4,15 @@ committed; a compactor killed mid-rewrite leaves no worker behind, and the next 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -119,7 +122,20 @@ def _plan(tmp_path: Path, proj: Path) -> Path:
     return plan
 
 
-def test_a_killed_compactor_leaves_no_worker_and_the_next_apply_recovers(tmp_path: Path) -> None:
+@dataclass
+class StoppedApply:
+    """`compactor apply` of a many-file table, its worker processes stopped before their first bin."""
+
+    table: Path
+    rows: int
+    project: Path
+    version: int
+    proc: subprocess.Popen
+    workers: list[int]
+
+
+@contextlib.contextmanager
+def _apply_with_workers_stopped(tmp_path: Path) -> Iterator[StoppedApply]:
     t = tmp_path / "t"
     n = many_files(t)
     proj = _proj(tmp_path, t)
@@ -127,41 +143,36 @@ def test_a_killed_compactor_leaves_no_worker_and_the_next_apply_recovers(tmp_pat
     apply = _cli("apply", str(_plan(tmp_path, proj)), "--project-dir", str(proj),
                  env={"COMPACTOR_STOP_AT": "engine.worker_bin"})
     try:
-        workers = _stopped_workers(apply.pid, 2)
-        apply.kill()  # SIGKILL: no cleanup of its own; the kernel kills the workers (PR_SET_PDEATHSIG)
-        apply.communicate(timeout=30)
-        deadline = time.monotonic() + 10
-        while any(_state(w) not in (None, "Z") for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [_state(w) for w in workers if _state(w) not in (None, "Z")] == []
+        yield StoppedApply(t, n, proj, version, apply, _stopped_workers(apply.pid, 2))
     finally:
         apply.kill()
-    assert DeltaTable(str(t)).version() == version
-    exactly_once(t, n)
-    again = _cli("apply", str(_plan(tmp_path, proj)), "--project-dir", str(proj))
+
+
+def test_a_killed_compactor_leaves_no_worker_and_the_next_apply_recovers(tmp_path: Path) -> None:
+    with _apply_with_workers_stopped(tmp_path) as run:
+        run.proc.kill()  # SIGKILL: no cleanup of its own; the kernel kills the workers (PR_SET_PDEATHSIG)
+        run.proc.communicate(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_state(w) not in (None, "Z") for w in run.workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [_state(w) for w in run.workers if _state(w) not in (None, "Z")] == []
+    assert DeltaTable(str(run.table)).version() == run.version
+    exactly_once(run.table, run.rows)
+    again = _cli("apply", str(_plan(tmp_path, run.project)), "--project-dir", str(run.project))
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, out + err
-    exactly_once(t, n)
-    dt = DeltaTable(str(t))
+    exactly_once(run.table, run.rows)
+    dt = DeltaTable(str(run.table))
     assert len(dt.file_uris()) == PARTITIONS and all(Path(u).exists() for u in dt.file_uris())
 
 
 def test_a_worker_killed_mid_bin_fails_the_apply_and_commits_nothing(tmp_path: Path) -> None:
-    t = tmp_path / "t"
-    n = many_files(t)
-    proj = _proj(tmp_path, t)
-    version = DeltaTable(str(t)).version()
-    apply = _cli("apply", str(_plan(tmp_path, proj)), "--project-dir", str(proj),
-                 env={"COMPACTOR_STOP_AT": "engine.worker_bin"})
-    try:
-        workers = _stopped_workers(apply.pid, 2)
-        os.kill(workers[0], signal.SIGKILL)
-        for w in workers[1:]:
+    with _apply_with_workers_stopped(tmp_path) as run:
+        os.kill(run.workers[0], signal.SIGKILL)
+        for w in run.workers[1:]:
             os.kill(w, signal.SIGCONT)
-        out, err = apply.communicate(timeout=120)
-    finally:
-        apply.kill()
-    assert apply.returncode != 0, out + err
+        out, err = run.proc.communicate(timeout=120)
+    assert run.proc.returncode != 0, out + err
     assert "worker process ended without finishing its bin" in out + err and "Traceback" not in out + err
-    assert DeltaTable(str(t)).version() == version
-    exactly_once(t, n)
+    assert DeltaTable(str(run.table)).version() == run.version
+    exactly_once(run.table, run.rows)
