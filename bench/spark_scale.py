@@ -71,23 +71,17 @@ BUILD = textwrap.dedent("""
 
 OPTIMIZE = textwrap.dedent("""
     import json, sys
-    from compactor.engines.spark_session import build_session
     path, master, conf, target = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
-    conf = {**conf, "spark.databricks.delta.optimize.maxFileSize": target,
+    size = {"spark.databricks.delta.optimize.maxFileSize": target,
             "spark.databricks.delta.optimize.minFileSize": target}
-    spark = build_session(master, "optimize", conf, delta_jars=True)
-    m = spark.sql(f"OPTIMIZE delta.`{path}`").collect()[0]["metrics"]
-    print(json.dumps({"added": m["numFilesAdded"], "removed": m["numFilesRemoved"], "bins": m["numBins"]}))
-    spark.stop()
-""")
-
-OPTIMIZE_CONNECT = textwrap.dedent("""
-    import json, sys
-    from pyspark.sql import SparkSession
-    path, url, target = sys.argv[1], sys.argv[2], sys.argv[4]
-    spark = SparkSession.builder.remote(url).getOrCreate()
-    spark.conf.set("spark.databricks.delta.optimize.maxFileSize", target)
-    spark.conf.set("spark.databricks.delta.optimize.minFileSize", target)
+    if master.startswith("sc://"):  # a client of a running Spark Connect server
+        from pyspark.sql import SparkSession
+        spark = SparkSession.builder.remote(master).getOrCreate()
+        for k, v in size.items():
+            spark.conf.set(k, v)
+    else:
+        from compactor.engines.spark_session import build_session
+        spark = build_session(master, "optimize", {**conf, **size}, delta_jars=True)
     m = spark.sql(f"OPTIMIZE delta.`{path}`").collect()[0]["metrics"]
     print(json.dumps({"added": m["numFilesAdded"], "removed": m["numFilesRemoved"], "bins": m["numBins"]}))
     spark.stop()
@@ -156,8 +150,7 @@ def run_side(side: str, base: Path, master_table: Path, master: str, conf: dict[
     if side in ("compactor", "sequential"):
         cmd = [sys.executable, "-m", "compactor", "apply", str(plan), "--project-dir", str(proj)]
     elif side == "optimize":
-        script = OPTIMIZE_CONNECT if master.startswith("sc://") else OPTIMIZE
-        cmd = [sys.executable, "-c", script, str(copy), master, json.dumps(conf), str(TARGET)]
+        cmd = [sys.executable, "-c", OPTIMIZE, str(copy), master, json.dumps(conf), str(TARGET)]
     else:
         raise SystemExit(f"unknown side {side}")
     t0 = time.perf_counter()
