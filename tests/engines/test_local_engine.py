@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.run import partition_filters
@@ -143,15 +144,15 @@ def test_inputs_above_the_whole_file_size_are_decoded_from_the_file(tmp_path: Pa
     from compactor.engines import local
 
     opened: list[str] = []
-    real = local.pq.ParquetFile
+    real = local._open
 
-    def parquet_file(source, *a, **k):  # records which reader each input got; reads with the real one
+    def parquet_file(source):  # records which source each input got; reads with the real reader
         opened.append("memory" if isinstance(source, pa.BufferReader) else "file")
-        return real(source, *a, **k)
+        return real(source)
 
     t = tmp_path / "t"
     n = make_table(t, partitions=2, appends=4)
-    monkeypatch.setattr(local.pq, "ParquetFile", parquet_file)
+    monkeypatch.setattr(local, "_open", parquet_file)
     monkeypatch.setattr(local, "WHOLE_FILE_BYTES", 0)
     run = apply_plan(plan_for(t), target=Target())
     assert run.ok, [r.error for r in run.results]
@@ -167,3 +168,60 @@ def test_inputs_above_the_whole_file_size_are_decoded_from_the_file(tmp_path: Pa
     run = apply_plan(plan, target=Target())
     assert run.ok and opened.count("memory") == inputs == 8, opened
     exactly_once(t, n + 300)
+
+
+def test_the_lean_reader_decodes_as_parquet_file_does(tmp_path: Path) -> None:
+    """The local engine opens inputs with the reader pq.ParquetFile wraps (local._open): the same footer,
+    the same Arrow schema (UUID and JSON columns of a file without an Arrow schema decoded as extension
+    types, as ParquetFile decodes them) and the same rows."""
+    from compactor.engines import local
+
+    table = pa.table({
+        "u": pa.array([b"\x01" * 16, None], pa.uuid()),
+        "j": pa.array(['{"a": 1}', None], pa.json_()),
+        "ts": pa.array([1, 2], pa.timestamp("us", tz="UTC")),
+        "d": pa.array([1, None], pa.decimal128(12, 2)),
+        "s": pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())])),
+    })
+    path = tmp_path / "f.parquet"
+    pq.write_table(table, path, store_schema=False)  # as Spark writes: no Arrow schema, only parquet's types
+    wrapped = pq.ParquetFile(path)
+    for source in (pa.BufferReader(path.read_bytes()), str(path)):
+        reader = local._open(source)
+        assert reader.schema_arrow == wrapped.schema_arrow and isinstance(reader.schema_arrow.field("u").type,
+                                                                          pa.UuidType)
+        assert reader.metadata.equals(wrapped.metadata)
+        assert reader.read_all(use_threads=False).equals(wrapped.read())
+
+
+def test_batched_local_inputs_give_what_file_by_file_reads_give(tmp_path: Path, monkeypatch) -> None:
+    """A bin's local inputs are read in batches (local._local_inputs): every file once, in order, with the
+    footer and rows a file-by-file read gives, whatever the batch limits; an unreadable input in the middle
+    of a batch fails the bin naming that input."""
+    from compactor.engines import local
+    from compactor.engines.base import BinJob
+    from compactor.errors import ApplyError
+
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    inputs = []
+    for i in range(37):
+        path = tmp_path / f"f{i:02d}.parquet"
+        pq.write_table(pa.table({"id": pa.array(range(i * 3, i * 3 + 3), pa.int64()), "v": ["a", None, str(i)]}),
+                       path)
+        inputs.append(str(path))
+    job = BinJob(tuple(inputs), str(tmp_path / "out.parquet"), str(tmp_path / "_staging"))
+    engine = local.LocalEngine(threads=1)
+    expected = [engine._read(x, schema) for x in inputs]
+    for files, size in ((16, 16 << 20), (5, 16 << 20), (16, 1), (1, 16 << 20)):
+        monkeypatch.setattr(local, "BATCH_FILES", files)
+        monkeypatch.setattr(local, "BATCH_BYTES", size)
+        got = list(local._local_inputs(job, schema))
+        assert len(got) == len(expected)
+        for (rows, table, (md, sch)), (rows_e, table_e, (md_e, sch_e)) in zip(got, expected):
+            assert rows == rows_e and table.equals(table_e) and md.equals(md_e) and sch == sch_e
+
+    monkeypatch.setattr(local, "BATCH_FILES", 16)
+    monkeypatch.setattr(local, "BATCH_BYTES", 16 << 20)
+    Path(inputs[20]).write_bytes(b"not parquet at all")
+    with pytest.raises(ApplyError, match=r"cannot read .*f20\.parquet"):
+        list(local._local_inputs(job, schema))
