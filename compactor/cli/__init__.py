@@ -55,7 +55,11 @@ def cli() -> None:
 
 
 def main() -> None:
+    from compactor.runtime.exit import exit_without_teardown
     from compactor.runtime.pyarrow_pandas import defer_pandas
 
     defer_pandas()
-    cli(prog_name="compactor")
+    try:
+        cli(prog_name="compactor")
+    except SystemExit as done:
+        exit_without_teardown(done)

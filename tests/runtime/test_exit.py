@@ -1,0 +1,55 @@
+"""compactor.runtime.exit: a finished command ends without the interpreter's teardown, yet with its exit
+status, its atexit handlers run and its output flushed; while a non-daemon thread runs, the normal exit
+(which waits for it) is used instead. Real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """
+import atexit, sys, threading, time
+from pathlib import Path
+from compactor.runtime.exit import exit_without_teardown
+
+out = Path(sys.argv[1])
+code = eval(sys.argv[2])
+class Teardown:  # noticed only when the interpreter tears its modules down
+    def __del__(self):
+        (out / "teardown").write_text("ran")
+keep = Teardown()
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+if sys.argv[3] == "thread":
+    def late():
+        time.sleep(0.5)
+        (out / "thread").write_text("finished")
+    threading.Thread(target=late).start()
+sys.stdout.write("buffered, no newline")
+exit_without_teardown(SystemExit(code))
+"""
+
+
+def _run(tmp_path: Path, code: str, thread: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), code, "thread" if thread else "-"],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("code", "status"), [("None", 0), ("0", 0), ("2", 2), ("-1", 255), ("'bad input'", 1)])
+def test_the_status_output_and_atexit_handlers_are_kept_and_the_teardown_skipped(tmp_path: Path, code: str,
+                                                                                status: int) -> None:
+    r = _run(tmp_path, code, thread=False)
+    assert r.returncode == status, r.stderr
+    assert r.stdout == "buffered, no newline"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert not (tmp_path / "teardown").exists()
+    assert ("bad input" in r.stderr) == (code == "'bad input'")
+
+
+def test_a_running_thread_gets_the_normal_exit_which_waits_for_it(tmp_path: Path) -> None:
+    r = _run(tmp_path, "3", thread=True)
+    assert r.returncode == 3, r.stderr
+    assert (tmp_path / "thread").read_text() == "finished"
+    assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "teardown").read_text() == "ran"
