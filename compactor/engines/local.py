@@ -229,8 +229,8 @@ def _local_inputs(job: BinJob, schema: pa.Schema) -> Iterator[tuple[int, pa.Tabl
                 opened.append((location, _open(source)))
             decoded = []
             for location, reader in opened:
-                decoded.append((reader, reader.read_all(use_threads=False)))
-            for reader, table in decoded:
+                decoded.append((location, reader, reader.read_all(use_threads=False)))
+            for location, reader, table in decoded:  # noqa: B007 - `location` names the file in an error below
                 md = reader.metadata
                 yield md.num_rows, conform(table, schema, job.partition_columns), (md, reader.schema_arrow)
     except (OSError, pa.ArrowException) as e:
