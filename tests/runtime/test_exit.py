@@ -53,3 +53,13 @@ def test_a_running_thread_gets_the_normal_exit_which_waits_for_it(tmp_path: Path
     assert r.returncode == 3, r.stderr
     assert (tmp_path / "thread").read_text() == "finished"
     assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "teardown").read_text() == "ran"
+
+
+def test_under_a_profiler_the_normal_exit_runs_and_the_profile_is_written(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    stats = tmp_path / "profile.out"
+    r = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(stats), str(script), str(tmp_path), "4", "-"],
+                       capture_output=True, text=True, timeout=60)
+    assert stats.stat().st_size > 0, r.stderr
+    assert (tmp_path / "teardown").read_text() == "ran" and (tmp_path / "atexit").read_text() == "ran"
