@@ -1,14 +1,19 @@
 """The spark engine: Spark jobs rewrite the planned bins, and delta-spark SQL runs natively when the
 session has the Delta jars (OPTIMIZE, VACUUM). Compute only: the Delta format commits.
 
-Rewrite: Spark reads exactly each bin's files (never a directory listing) with the table's data schema,
-each bin coalesced into one partition and tagged with its index. The bins of a call (a commit group) are
-the partitions of one union, written by ONE Spark job (a task per bin) into the first bin's `_`-prefixed
-staging folder, partitioned by the index, so bin i's file is the one under ``__compactor_bin=i`` whatever
-task wrote it; each is moved to its final, unique name and verified against its inputs. Spark 4 merges a
-union of single-partition children into one partition (``spark.sql.unionOutputPartitioning``), so the
-write turns that off for its own query. A bin with sorted output (strategy sort), a bin Spark wrote no
-file for (no rows), and every bin under ``max_concurrent_rewrites: 1`` (the sequential profile) are
+Rewrite: Spark reads exactly the bins' files (never a directory listing) with the table's data schema.
+The bins of a call (a commit group) are written by ONE Spark job into the first bin's `_`-prefixed
+staging folder, partitioned by the bin's index, so bin i's file is the one under ``__compactor_bin=i``
+whatever task wrote it; each is moved to its final, unique name and verified against its inputs. The job
+reads all the group's files in one scan, tags each row with its file's bin (by file name, Spark's
+``_metadata.file_name``, looked up in a map of the group's names) and hash-partitions the rows by bin
+(a task per bin up to two per task slot of the session: a task then writes several bins' files); where file names repeat within the group, or the table has a
+column named ``_metadata``, the bins are the partitions of a union of one read per bin instead (Spark 4
+merges a union of single-partition children into one partition, ``spark.sql.unionOutputPartitioning``,
+so the write turns that off). One scan instead of a union of 100 reads is about a third less work for
+the driver and the tasks (measured in docs/benchmarks.md). Adaptive execution is off for the write (it
+would run the shuffle as a job of its own). A bin with sorted output (strategy sort), a bin Spark wrote
+no file for (no rows), and every bin under ``max_concurrent_rewrites: 1`` (the sequential profile) are
 written one job per bin.
 Over Spark Connect (profile ``spark.remote``, engines/spark_connect.py) the same jobs run on the server:
 no JVM starts here, and compactor still reads each output back from storage, verifies it and commits it.
@@ -36,11 +41,23 @@ from compactor.runtime.paths import filesystem, hadoop_uri
 
 log = logging.getLogger(__name__)
 
-#: the column a group's union is partitioned by on write (its value: the bin's index; never in a data file)
+#: the column a group's rows are partitioned by on write (its value: the bin's index; never in a data file)
 BIN_COLUMN = "__compactor_bin"
 #: Spark 4: a union of single-partition children is one partition (true, the default); the union write
 #: needs a partition per bin
 UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
+#: the session settings of a group's write, restored after it: a partition per bin in a union, no
+#: adaptive execution (one job: adaptive execution runs a shuffle as a job of its own), every input
+#: path of the one scan stat-ed by the driver as a union's per-bin reads were (no listing job)
+GROUP_WRITE_CONF = {UNION_PARTITIONING: "false", "spark.sql.adaptive.enabled": "false",
+                    "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1)}
+#: the write's own option: each task's file is moved into the staging folder when the task commits (the
+#: job's commit then moves nothing); the staging folder is compactor's own, read back file by file
+WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2"}
+#: a group's write runs at most this many tasks per task slot: a task per bin costs a task's start, shuffle
+#: read and commit per bin (100 bins of 10 small files on local[2]: 3.6-4.6 s with a task per bin,
+#: 2.5-2.9 s with 4 tasks, measured in docs/benchmarks.md), and two per slot keep every slot busy
+TASKS_PER_SLOT = 2
 _UNION_LOCK = threading.Lock()
 
 
@@ -49,6 +66,12 @@ def _part_files(fs: pafs.FileSystem, folder: str) -> list[str]:
     return [i.path for i in fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
             if i.type == pafs.FileType.File and posixpath.basename(i.path).startswith("part-")
             and i.path.endswith(".parquet")]
+
+
+def file_name(location: str) -> str:
+    """The name Spark's ``_metadata.file_name`` gives the file at ``location`` (the last part of its
+    decoded path)."""
+    return posixpath.basename(location)
 
 
 def _sql_literal(value: str | None) -> str:
@@ -184,27 +207,31 @@ class SparkEngine:
 
     def _rewrite_in_one_job(self, jobs: Sequence[BinJob], schema: pa.Schema, spark_schema: Any,
                             on_done: Callable[[BinJob, WrittenFile], None] | None) -> dict[str, WrittenFile]:
-        """The bins as the partitions of one union, written by one Spark job; by output location, every bin
-        Spark wrote a file for (a bin of no rows gets none: its caller writes it on its own)."""
-        from functools import reduce
-
+        """The group's bins written by one Spark job; by output location, every bin Spark wrote a file for
+        (a bin of no rows gets none: its caller writes it on its own)."""
         footers = [self._input_footers(job, schema) for job in jobs]
-        # a SQL literal, not functions.lit: the same Column works in a classic and a Spark Connect session
-        frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}") for i, job in enumerate(jobs)]
         stage = jobs[0].staging
-        # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists" spelling
-        writer = reduce(lambda a, b: a.union(b), frames).write.partitionBy(BIN_COLUMN).mode("error")
-        with _UNION_LOCK:  # the setting is the session's: one union write at a time changes it
-            before = self.spark.conf.get(UNION_PARTITIONING, None)
-            self.spark.conf.set(UNION_PARTITIONING, "false")
+        with _UNION_LOCK:  # the settings are the session's: one group write at a time changes them
+            before = {k: self.spark.conf.get(k, None) for k in GROUP_WRITE_CONF}
+            for k, v in GROUP_WRITE_CONF.items():
+                self.spark.conf.set(k, v)
             try:
-                writer.parquet(self.hadoop_path(stage))
+                frame = self._group_frame(jobs, spark_schema)
+                # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists"
+                frame.write.options(**WRITE_OPTIONS).partitionBy(BIN_COLUMN).mode("error").parquet(
+                    self.hadoop_path(stage))
             finally:
-                if before is None:
-                    self.spark.conf.unset(UNION_PARTITIONING)
-                else:
-                    self.spark.conf.set(UNION_PARTITIONING, before)
+                for k, v in before.items():
+                    if v is None:
+                        self.spark.conf.unset(k)
+                    else:
+                        self.spark.conf.set(k, v)
         fs, staging = filesystem(stage, self.storage_options)
+        expected = {f"{BIN_COLUMN}={i}" for i in range(len(jobs))}
+        strays = [i.path for i in fs.get_file_info(pafs.FileSelector(staging, allow_not_found=True))
+                  if i.type == pafs.FileType.Directory and posixpath.basename(i.path) not in expected]
+        if strays:  # rows tagged with no bin of the group: never committed
+            raise ApplyError(f"Spark wrote rows of no bin of this group ({', '.join(strays)}); nothing was committed")
         out: dict[str, WrittenFile] = {}
         for i, job in enumerate(jobs):
             folder = posixpath.join(staging, f"{BIN_COLUMN}={i}")
@@ -217,6 +244,40 @@ class SparkEngine:
                     on_done(job, out[job.output])
         fs.delete_dir(staging)
         return out
+
+    def _group_frame(self, jobs: Sequence[BinJob], spark_schema: Any) -> Any:
+        """The group's rows with their bin's index in BIN_COLUMN, a bin's rows all in one partition: one
+        scan of every file, tagged by file name, hash-partitioned by bin; a union of one read per bin where
+        a file name repeats in the group or the table has a column ``_metadata`` (which would hide Spark's)."""
+        names = [[file_name(i) for i in job.inputs] for job in jobs]
+        flat = [n for ns in names for n in ns]
+        if len(set(flat)) < len(flat) or any(f.name.lower() == "_metadata" for f in spark_schema.fields):
+            from functools import reduce
+
+            # a SQL literal, not functions.lit: the same Column works in a classic and a Spark Connect session
+            frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}")
+                      for i, job in enumerate(jobs)]
+            return reduce(lambda a, b: a.union(b), frames)
+        # the bin of each file name as a map literal in the query (a join would broadcast a table of names, which
+        # Spark collects in a job of its own); a name of no bin has none (NULL): its rows land outside every bin
+        pairs = ", ".join(f"{_sql_literal(n)}, {i}" for i, ns in enumerate(names) for n in ns)
+        rows = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for job in jobs for i in job.inputs))
+        return (rows.selectExpr("*", f"try_element_at(map({pairs}), _metadata.file_name) AS {BIN_COLUMN}")
+                .repartition(self._write_tasks(len(jobs)), BIN_COLUMN))
+
+    def _write_tasks(self, bins: int) -> int:
+        """Tasks of a group's write: a task per bin, up to TASKS_PER_SLOT per task slot of the session (a
+        task writes each of its bins' files in turn); a task per bin where the slots are unknown (over Spark
+        Connect without ``spark.default.parallelism``)."""
+        slots: Any = None
+        if not self.connected:
+            slots = self.spark.sparkContext.defaultParallelism
+        else:
+            slots = self.spark.conf.get("spark.default.parallelism", None)
+        try:
+            return max(1, min(bins, TASKS_PER_SLOT * int(slots))) if slots is not None else bins
+        except ValueError:
+            return bins
 
     def _input_footers(self, job: BinJob, schema: pa.Schema) -> list[tuple[Any, pa.Schema]]:
         footers = input_footers(job.inputs, self.storage_options)
