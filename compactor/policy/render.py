@@ -11,21 +11,13 @@ import datetime as dt
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
-from jinja2.sandbox import SecurityError
-
-from compactor.policy.limits import (
-    MAX_FILE_CHARS,
-    MAX_FILE_SECONDS,
-    MAX_VALUE_CHARS,
-    MAX_VALUE_SECONDS,
-    LimitedSandbox,
-    LimitExceeded,
-    RenderBudget,
-)
 from compactor.policy.yamlpos import Located, join_path
+
+if TYPE_CHECKING:  # Jinja and the sandbox's limits are imported when a value holds a template: most
+    # files hold none, and every command reads compactor.yml and profiles.yml (about 40 ms of imports)
+    from compactor.policy.limits import LimitedSandbox, RenderBudget
 
 _MISSING = object()
 
@@ -42,12 +34,19 @@ class _VarsMissing(Exception):
     pass
 
 
-LIMIT_HINT = (f"a value may render to {MAX_VALUE_CHARS:,} characters in {MAX_VALUE_SECONDS:g} s, a file's values "
-              f"to {MAX_FILE_CHARS:,} characters in {MAX_FILE_SECONDS:g} s; policy values are short settings")
+def _limit_hint() -> str:
+    from compactor.policy.limits import MAX_FILE_CHARS, MAX_FILE_SECONDS, MAX_VALUE_CHARS, MAX_VALUE_SECONDS
+
+    return (f"a value may render to {MAX_VALUE_CHARS:,} characters in {MAX_VALUE_SECONDS:g} s, a file's values "
+            f"to {MAX_FILE_CHARS:,} characters in {MAX_FILE_SECONDS:g} s; policy values are short settings")
 
 
 def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
               used_env: set[str] | None, budget: RenderBudget) -> LimitedSandbox:
+    import jinja2
+
+    from compactor.policy.limits import LimitedSandbox
+
     jenv = LimitedSandbox(budget, undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
     def lookup(source: Mapping[str, Any], name: str, default: Any, problem: RenderProblem) -> Any:
@@ -107,6 +106,11 @@ def render_text(
     size and time limits (shared by the values of one file; a fresh one per call when not given)."""
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
+    import jinja2
+    from jinja2.sandbox import SecurityError
+
+    from compactor.policy.limits import LimitExceeded, RenderBudget
+
     budget = budget or RenderBudget()
     try:
         budget.start_value()
@@ -119,10 +123,10 @@ def render_text(
         raise
     except LimitExceeded as e:
         raise RenderProblem("jinja_limit", f"template limit exceeded: {e}", _template_line() or 1,
-                            LIMIT_HINT) from None
+                            _limit_hint()) from None
     except MemoryError:
         raise RenderProblem("jinja_limit", "template limit exceeded: out of memory", _template_line() or 1,
-                            LIMIT_HINT) from None
+                            _limit_hint()) from None
     except jinja2.TemplateSyntaxError as e:
         raise RenderProblem("jinja_syntax", e.message or str(e), e.lineno or 1) from None
     except SecurityError as e:
@@ -161,7 +165,8 @@ def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.
     import yaml
 
     problems: list[tuple[str, RenderProblem]] = []
-    budget = RenderBudget()  # one per file: its limits cover all of the file's values together
+    budgets: list[RenderBudget] = []  # one per file (made at its first template): its limits cover all
+    # of the file's values together
 
     def walk(value: Any, path: str) -> Any:
         if isinstance(value, dict):
@@ -169,8 +174,12 @@ def render_tree(doc: Located, *, vars: Mapping[str, Any] | None = None, now: dt.
         if isinstance(value, list):
             return [walk(v, join_path(path, i)) for i, v in enumerate(value)]
         if isinstance(value, str) and ("{{" in value or "{%" in value):
+            if not budgets:
+                from compactor.policy.limits import RenderBudget
+
+                budgets.append(RenderBudget())
             try:
-                out = render_text(value, vars=vars, now=now, env=env, budget=budget)
+                out = render_text(value, vars=vars, now=now, env=env, budget=budgets[0])
             except RenderProblem as p:
                 problems.append((path, p))
                 return value
