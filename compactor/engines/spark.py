@@ -6,15 +6,15 @@ The bins of a call (a commit group) are written by ONE Spark job into the first 
 staging folder, partitioned by the bin's index, so bin i's file is the one under ``__compactor_bin=i``
 whatever task wrote it; each is moved to its final, unique name and verified against its inputs. The job
 reads all the group's files in one scan, tags each row with its file's bin (by file name, Spark's
-``_metadata.file_name``, looked up in a map of the group's names) and hash-partitions the rows by bin
-(a task per bin up to two per task slot of the session: a task then writes several bins' files); where file names repeat within the group, or the table has a
-column named ``_metadata``, the bins are the partitions of a union of one read per bin instead (Spark 4
-merges a union of single-partition children into one partition, ``spark.sql.unionOutputPartitioning``,
-so the write turns that off). One scan instead of a union of 100 reads is about a third less work for
-the driver and the tasks (measured in docs/benchmarks.md). Adaptive execution is off for the write (it
-would run the shuffle as a job of its own). A bin with sorted output (strategy sort), a bin Spark wrote
-no file for (no rows), and every bin under ``max_concurrent_rewrites: 1`` (the sequential profile) are
-written one job per bin.
+``_metadata.file_name``, looked up in a map of the group's names) and hash-partitions the rows by bin: a
+task per bin, up to two per task slot of the session (a task then writes several bins' files). Where a
+file name repeats within the group, or the table has a column named ``_metadata``, the bins are instead
+the partitions of a union of one read per bin (Spark 4 merges a union of single-partition children into
+one partition, ``spark.sql.unionOutputPartitioning``, so that write turns it off). One scan instead of a
+union of 100 reads took a 100-bin group from 9-11 s to about 6.5 s on local[2] (docs/benchmarks.md).
+Adaptive execution is off for the write (it would run the shuffle as a job of its own). A bin with sorted
+output (strategy sort), a bin Spark wrote no file for (no rows), and every bin under
+``max_concurrent_rewrites: 1`` (the sequential profile) are written one job per bin.
 Over Spark Connect (profile ``spark.remote``, engines/spark_connect.py) the same jobs run on the server:
 no JVM starts here, and compactor still reads each output back from storage, verifies it and commits it.
 pyspark is imported lazily.
@@ -37,7 +37,7 @@ from compactor.engines.footer_check import column_problem, input_footers, rename
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
 from compactor.project.model import Target
-from compactor.runtime.paths import filesystem, hadoop_uri
+from compactor.runtime.paths import filesystem, hadoop_uri, is_remote
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,12 @@ BIN_COLUMN = "__compactor_bin"
 #: needs a partition per bin
 UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
 #: the session settings of a group's write, restored after it: a partition per bin in a union, no
-#: adaptive execution (one job: adaptive execution runs a shuffle as a job of its own), every input
-#: path of the one scan stat-ed by the driver as a union's per-bin reads were (no listing job)
-GROUP_WRITE_CONF = {UNION_PARTITIONING: "false", "spark.sql.adaptive.enabled": "false",
-                    "spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1)}
+#: adaptive execution (one job: adaptive execution runs a shuffle as a job of its own)
+GROUP_WRITE_CONF = {UNION_PARTITIONING: "false", "spark.sql.adaptive.enabled": "false"}
+#: and for local files: the driver looks up every input of the one scan itself, as it did for the union's
+#: per-bin reads (above 32 paths Spark would list them in a job of its own; on object stores that job is
+#: kept: one request per file from the driver alone would take longer than the job)
+LOCAL_LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": str(2**31 - 1)}
 #: the write's own option: each task's file is moved into the staging folder when the task commits (the
 #: job's commit then moves nothing); the staging folder is compactor's own, read back file by file
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2"}
@@ -211,9 +213,12 @@ class SparkEngine:
         (a bin of no rows gets none: its caller writes it on its own)."""
         footers = [self._input_footers(job, schema) for job in jobs]
         stage = jobs[0].staging
+        conf = dict(GROUP_WRITE_CONF)
+        if not any(is_remote(i) for job in jobs for i in job.inputs):
+            conf.update(LOCAL_LISTING_CONF)
         with _UNION_LOCK:  # the settings are the session's: one group write at a time changes them
-            before = {k: self.spark.conf.get(k, None) for k in GROUP_WRITE_CONF}
-            for k, v in GROUP_WRITE_CONF.items():
+            before = {k: self.spark.conf.get(k, None) for k in conf}
+            for k, v in conf.items():
                 self.spark.conf.set(k, v)
             try:
                 frame = self._group_frame(jobs, spark_schema)
