@@ -30,19 +30,57 @@ DELTA_CONF = {
 }
 
 
-def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str], delta: bool) -> Any:
+def _delta_pip_settings(packages: Sequence[str]) -> dict[str, str] | None:
+    """What delta-spark's ``configure_spark_with_delta_pip`` sets on a builder (the packages it names), read
+    from a builder of its own; None where pyspark's builder does not show its settings."""
+    from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
+
+    options = getattr(configure_spark_with_delta_pip(SparkSession.Builder(), extra_packages=list(packages)),
+                      "_options", None)
+    return {str(k): str(v) for k, v in options.items()} if isinstance(options, dict) else None
+
+
+def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str],
+             delta: bool) -> tuple[Any, str | None]:
+    """The builder, and the key under which to remember the jars its session resolves (None: nothing to
+    resolve, or the jars of an earlier resolution are given instead: engines/spark_jars.py)."""
+    from pyspark.sql import SparkSession
+
+    from compactor.engines.spark_jars import resolution_key, resolved_jars
 
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in {**(DELTA_CONF if delta else {}), **conf}.items():
         builder = builder.config(k, v)
-    if delta:
-        from delta import configure_spark_with_delta_pip
+    wanted = {"spark.jars.packages": ",".join(packages)} if packages else {}
+    if delta:  # the Delta jars the way users load them (the packages delta-spark's pip helper names)
+        settings = _delta_pip_settings(packages)
+        if settings is None:  # resolved at every start, as the helper does
+            from delta import configure_spark_with_delta_pip
 
-        return configure_spark_with_delta_pip(builder, extra_packages=list(packages))
-    if packages:
-        builder = builder.config("spark.jars.packages", ",".join(packages))
-    return builder
+            return configure_spark_with_delta_pip(builder, extra_packages=list(packages)), None
+        wanted = settings
+    for k, v in wanted.items():
+        if k != "spark.jars.packages":
+            builder = builder.config(k, v)
+    if not wanted.get("spark.jars.packages"):
+        return builder, None
+    key = resolution_key(wanted["spark.jars.packages"], conf)
+    jars = resolved_jars(key)
+    if jars is not None:
+        return builder.config("spark.jars", jars), None
+    return builder.config("spark.jars.packages", wanted["spark.jars.packages"]), key
+
+
+def _start(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str], delta: bool) -> Any:
+    """A session from ``_builder``; the jars it resolved are remembered for the next one."""
+    from compactor.engines.spark_jars import remember
+
+    builder, key = _builder(master, app_name, conf, packages, delta)
+    session = builder.getOrCreate()
+    if key is not None:
+        remember(key, session.sparkContext.getConf().get("spark.jars", ""))
+    return session
 
 
 #: where the JVM's own output goes (Ivy resolution, log4j, stage progress): set by the CLI to
@@ -97,16 +135,16 @@ def _build_session(master: str, app_name: str, conf: Mapping[str, str] | None, *
             want_delta = False
     if want_delta:
         try:
-            session = _builder(master, app_name, conf, packages, True).getOrCreate()
+            session = _start(master, app_name, conf, packages, True)
         except Exception as e:  # noqa: BLE001 - Ivy failures surface as a JVM launch error
             if delta_jars is True:
                 raise UsageError(f"the Delta Lake jars could not be loaded: {str(e).splitlines()[0][:300]}",
                                  hint="check Maven Central access, or set spark.delta_jars: auto") from None
             log.warning("Delta Lake jars could not be loaded (%s); starting Spark without them",
                         str(e).splitlines()[0][:200])
-            session = _builder(master, app_name, conf, packages, False).getOrCreate()
+            session = _start(master, app_name, conf, packages, False)
     else:
-        session = _builder(master, app_name, conf, packages, False).getOrCreate()
+        session = _start(master, app_name, conf, packages, False)
     session.sparkContext.setLogLevel("ERROR")
     return session
 
