@@ -1,4 +1,4 @@
-from compactor.cli import main
+from compactor.cli import run
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

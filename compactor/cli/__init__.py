@@ -55,11 +55,19 @@ def cli() -> None:
 
 
 def main() -> None:
-    from compactor.runtime.exit import exit_without_teardown
+    """Run the command line; ends with SystemExit, as a click program does (for callers embedding it)."""
     from compactor.runtime.pyarrow_pandas import defer_pandas
 
     defer_pandas()
+    cli(prog_name="compactor")
+
+
+def run() -> None:
+    """The ``compactor`` program (its console script and ``python -m compactor``): ``main()``, then the
+    process ends without the interpreter's teardown (compactor/runtime/exit.py)."""
+    from compactor.runtime.exit import exit_without_teardown
+
     try:
-        cli(prog_name="compactor")
+        main()
     except SystemExit as done:
         exit_without_teardown(done)

@@ -63,3 +63,18 @@ def test_under_a_profiler_the_normal_exit_runs_and_the_profile_is_written(tmp_pa
                        capture_output=True, text=True, timeout=60)
     assert stats.stat().st_size > 0, r.stderr
     assert (tmp_path / "teardown").read_text() == "ran" and (tmp_path / "atexit").read_text() == "ran"
+
+
+def test_main_ends_with_system_exit_for_callers_and_the_program_runs_through_run() -> None:
+    """compactor.cli.main() is embeddable (its SystemExit reaches the caller's finally); the program
+    (console script, python -m compactor) is compactor.cli.run, which ends without the teardown."""
+    code = ("import sys\nfrom compactor.cli import main\nsys.argv = ['compactor', '--version']\n"
+            "try:\n    main()\nfinally:\n    print('after main')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "compactor" in r.stdout and r.stdout.rstrip().endswith("after main"), r.stderr
+    r = subprocess.run([sys.executable, "-m", "compactor", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "compactor" in r.stdout, r.stderr
+    import tomllib
+
+    scripts = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["compactor"] == "compactor.cli:run"
