@@ -56,6 +56,11 @@ LOCAL_LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": 
 #: the write's own option: each task's file is moved into the staging folder when the task commits (the
 #: job's commit then moves nothing); the staging folder is compactor's own, read back file by file
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2"}
+#: the most files a group's one scan tags by name: Spark looks a name up in a map literal by comparing it
+#: with each key in turn, for every row, so a group of more files is written as the union of one read per
+#: bin (at 1,000 names, 100 bins of 250,000 rows on local[2]: 5.5-7.7 s with the map against 4.9-6.0 s
+#: with a join, which needs a job of its own; measured in docs/benchmarks.md)
+MAP_NAMES_MAX = 2048
 #: a group's write runs at most this many tasks per task slot: a task per bin costs a task's start, shuffle
 #: read and commit per bin (100 bins of 10 small files on local[2]: 3.6-4.6 s with a task per bin,
 #: 2.5-2.9 s with 4 tasks, measured in docs/benchmarks.md), and two per slot keep every slot busy
@@ -253,10 +258,12 @@ class SparkEngine:
     def _group_frame(self, jobs: Sequence[BinJob], spark_schema: Any) -> Any:
         """The group's rows with their bin's index in BIN_COLUMN, a bin's rows all in one partition: one
         scan of every file, tagged by file name, hash-partitioned by bin; a union of one read per bin where
-        a file name repeats in the group or the table has a column ``_metadata`` (which would hide Spark's)."""
+        the group has more than MAP_NAMES_MAX files, a file name repeats in it, or the table has a column
+        ``_metadata`` (which would hide Spark's)."""
         names = [[file_name(i) for i in job.inputs] for job in jobs]
         flat = [n for ns in names for n in ns]
-        if len(set(flat)) < len(flat) or any(f.name.lower() == "_metadata" for f in spark_schema.fields):
+        if len(flat) > MAP_NAMES_MAX or len(set(flat)) < len(flat) or \
+                any(f.name.lower() == "_metadata" for f in spark_schema.fields):
             from functools import reduce
 
             # a SQL literal, not functions.lit: the same Column works in a classic and a Spark Connect session
@@ -274,14 +281,11 @@ class SparkEngine:
         """Tasks of a group's write: a task per bin, up to TASKS_PER_SLOT per task slot of the session (a
         task writes each of its bins' files in turn); a task per bin where the slots are unknown (over Spark
         Connect without ``spark.default.parallelism``)."""
-        slots: Any = None
-        if not self.connected:
-            slots = self.spark.sparkContext.defaultParallelism
-        else:
-            slots = self.spark.conf.get("spark.default.parallelism", None)
         try:
+            slots = self.spark.sparkContext.defaultParallelism if not self.connected else \
+                self.spark.conf.get("spark.default.parallelism", None)
             return max(1, min(bins, TASKS_PER_SLOT * int(slots))) if slots is not None else bins
-        except ValueError:
+        except Exception:  # noqa: BLE001 - no SparkContext here (a shared Databricks cluster), or no number
             return bins
 
     def _input_footers(self, job: BinJob, schema: pa.Schema) -> list[tuple[Any, pa.Schema]]:

@@ -122,3 +122,22 @@ def test_rows_of_a_file_no_bin_names_fail_the_group_and_nothing_is_committed(spa
     assert "rows of no bin" in error and "nothing was committed" in error, error
     assert sorted(DeltaTable(str(t)).file_uris()) == files
     exactly_once(t, n)
+
+
+def test_a_group_of_more_files_than_the_name_map_takes_takes_the_union(spark, tmp_path: Path, monkeypatch) -> None:
+    """Spark compares a row's file name with each name of the map in turn: past MAP_NAMES_MAX files a group
+    is the union of per-bin reads (still one job, rows exactly once)."""
+    from compactor.engines import spark as spark_engine
+
+    t = tmp_path / "t"
+    n = make_table(t, partitions=4, appends=3)
+    plan = plan_for(t, engine="spark", method="rewrite")
+    monkeypatch.setattr(spark_engine, "MAP_NAMES_MAX", 11)  # the group has 12 files
+    per_bin = []
+    real = SparkEngine._bin_frame
+    monkeypatch.setattr(SparkEngine, "_bin_frame", lambda self, job, s: per_bin.append(job) or real(self, job, s))
+    before = _jobs(spark)
+    run = apply_plan(plan, target=Target(engine="spark"), engine=SparkEngine(Target(engine="spark")), watch_s=0)
+    assert run.ok, [r.error for r in run.results]
+    assert len(per_bin) == 4 and _jobs(spark) - before == 1
+    exactly_once(t, n)
