@@ -1,6 +1,6 @@
 """The jars of a Spark session's ``spark.jars.packages`` (the Delta jars), without resolving them again.
 
-Ivy resolves packages at every session start, about 2-2.7 s even when every jar is in its cache (measured
+Ivy resolves packages at every session start, about 2-3 s even when every jar is in its cache (measured
 in docs/benchmarks.md). The first session with a given set of packages resolves them as before, and the
 paths of the jars it got are kept in compactor's cache folder (compactor/runtime/user_cache.py); a later
 session with the same packages, the same resolution settings (repositories, Ivy settings and folder,
