@@ -71,6 +71,13 @@ def resolved_jars(key: str) -> str | None:
     return ",".join(uris)
 
 
+def forget(key: str) -> None:
+    """Drop what was kept for ``key`` (a session failed to start with it)."""
+    kept = _load()
+    if kept.pop(key, None) is not None:
+        _save(kept)
+
+
 def remember(key: str, jars: str) -> None:
     """Keep the ``spark.jars`` a session resolved for ``key`` (nothing when one of them is not a local file,
     or when the cache folder cannot be written)."""
@@ -85,13 +92,17 @@ def remember(key: str, jars: str) -> None:
     kept = _load()
     kept.pop(key, None)
     kept[key] = items
-    newest = dict(list(kept.items())[-_KEEP:])
+    _save(dict(list(kept.items())[-_KEEP:]))
+
+
+def _save(kept: dict[str, object]) -> None:
+    """Write the file whole, by rename (a reader sees the old file or the new one)."""
     path = _file()
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(newest, f)
+            json.dump(kept, f)
         os.replace(tmp, path)
     except OSError:
         try:

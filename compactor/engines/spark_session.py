@@ -42,9 +42,9 @@ def _delta_pip_settings(packages: Sequence[str]) -> dict[str, str] | None:
 
 
 def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str],
-             delta: bool) -> tuple[Any, str | None]:
-    """The builder, and the key under which to remember the jars its session resolves (None: nothing to
-    resolve, or the jars of an earlier resolution are given instead: engines/spark_jars.py)."""
+             delta: bool) -> tuple[Any, str | None, str | None, bool]:
+    """(the builder, the packages it resolves, the key of their resolution, whether the jars of an earlier
+    resolution are given instead: engines/spark_jars.py). No packages: (builder, None, None, False)."""
     from pyspark.sql import SparkSession
 
     from compactor.engines.spark_jars import resolution_key, resolved_jars
@@ -58,28 +58,41 @@ def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequ
         if settings is None:  # resolved at every start, as the helper does
             from delta import configure_spark_with_delta_pip
 
-            return configure_spark_with_delta_pip(builder, extra_packages=list(packages)), None
+            return configure_spark_with_delta_pip(builder, extra_packages=list(packages)), None, None, False
         wanted = settings
     for k, v in wanted.items():
         if k != "spark.jars.packages":
             builder = builder.config(k, v)
-    if not wanted.get("spark.jars.packages"):
-        return builder, None
-    key = resolution_key(wanted["spark.jars.packages"], conf)
+    resolve = wanted.get("spark.jars.packages")
+    if not resolve:
+        return builder, None, None, False
+    key = resolution_key(resolve, conf)
     jars = resolved_jars(key)
     if jars is not None:
-        return builder.config("spark.jars", jars), None
-    return builder.config("spark.jars.packages", wanted["spark.jars.packages"]), key
+        return builder.config("spark.jars", jars), resolve, key, True
+    return builder.config("spark.jars.packages", resolve), resolve, key, False
 
 
 def _start(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str], delta: bool) -> Any:
-    """A session from ``_builder``; the jars it resolved are remembered for the next one."""
-    from compactor.engines.spark_jars import remember
+    """A session from ``_builder``. The jars a new session resolved are remembered for the next one (not
+    those of a context this process already had, which may hold other jars); a session that fails to start
+    with remembered jars forgets them, so the next start resolves again."""
+    from compactor.engines.spark_jars import forget, remember
 
-    builder, key = _builder(master, app_name, conf, packages, delta)
-    session = builder.getOrCreate()
-    if key is not None:
-        remember(key, session.sparkContext.getConf().get("spark.jars", ""))
+    builder, resolve, key, remembered = _builder(master, app_name, conf, packages, delta)
+    try:
+        session = builder.getOrCreate()
+    except Exception:
+        if remembered and key is not None:
+            forget(key)
+        raise
+    if remembered and key is not None and delta and not delta_jars_available(session):
+        forget(key)  # the remembered jars did not load Delta (changed in place?): the next start resolves
+        session.stop()
+        raise RuntimeError("the remembered Delta Lake jars did not load; they are resolved again next time")
+    got = session.sparkContext.getConf()
+    if key is not None and not remembered and got.get("spark.jars.packages", None) == resolve:
+        remember(key, got.get("spark.jars", ""))
     return session
 
 

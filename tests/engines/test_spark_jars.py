@@ -97,3 +97,73 @@ def test_the_second_session_loads_the_remembered_jars_and_runs_delta(tmp_path: P
     assert second["packages"] is None, "the second session resolved the packages again"
     assert second["jars"] == first["jars"] and "delta-spark" in second["jars"]
     assert second["delta"] and second["rows"] == 3
+
+
+def test_forget_drops_a_resolution(tmp_path: Path, cache: Path) -> None:
+    pytest.importorskip("pyspark")
+    (jar,) = _jars(tmp_path, 1)
+    spark_jars.remember("a", f"file://{jar}")
+    spark_jars.remember("b", f"file://{jar}")
+    spark_jars.forget("a")
+    assert spark_jars.resolved_jars("a") is None and spark_jars.resolved_jars("b") == f"file://{jar}"
+
+
+REUSED = """
+import sys
+from compactor.engines.spark_session import build_session
+first = build_session("local[1]", "first", {"spark.ui.showConsoleProgress": "false"}, delta_jars=True)
+again = build_session("local[1]", "again", {"spark.ui.showConsoleProgress": "false"}, delta_jars=False,
+                      packages=["org.example:nothing:1.0"])
+assert again.sparkContext is first.sparkContext and "delta-spark" in first.sparkContext.getConf().get("spark.jars")
+first.stop()
+"""
+
+BROKEN = """
+import json, sys
+from compactor.engines.spark_session import build_session, delta_sql_enabled
+spark = build_session("local[1]", "broken", {"spark.ui.showConsoleProgress": "false"}, delta_jars="auto")
+print(json.dumps({"delta": delta_sql_enabled(spark)}))
+spark.stop()
+"""
+
+
+def _spark_available() -> None:
+    pytest.importorskip("delta", reason="delta-spark is part of the [spark] extra")
+    if shutil.which("java") is None:
+        pytest.skip("no Java on PATH (.ci/run installs openjdk-17-jre-headless)")
+
+
+@pytest.mark.spark
+def test_a_session_this_process_already_had_is_not_remembered_for_other_packages(tmp_path: Path) -> None:
+    """getOrCreate hands back the context a process already has, whatever packages were asked for: its jars
+    (here the Delta jars) are not the asked packages' and are not kept for them."""
+    _spark_available()
+    env = {**os.environ, "COMPACTOR_CACHE_DIR": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-c", REUSED], capture_output=True, text=True, env=env, timeout=600)
+    if r.returncode != 0 and "could not be loaded" in r.stderr:
+        pytest.skip("the Delta Lake jars could not be resolved on this machine (no Maven Central)")
+    assert r.returncode == 0, r.stderr[-3000:]
+    kept = json.loads((tmp_path / "cache" / "spark-jars.json").read_text())
+    assert kept and not [k for k in kept if "org.example" in k], kept
+
+
+@pytest.mark.spark
+def test_remembered_jars_that_do_not_load_delta_are_forgotten(tmp_path: Path, cache: Path) -> None:
+    """A remembered jar that no longer holds Delta (rewritten in place with its size and time kept) starts a
+    session without Delta, as a failed resolution does under ``delta_jars: auto``, and is forgotten."""
+    _spark_available()
+    from compactor.engines.spark_session import _delta_pip_settings
+
+    settings = _delta_pip_settings(())
+    if settings is None:
+        pytest.skip("this pyspark's builder does not show its settings: jars are resolved at every start")
+    jar = tmp_path / "not-delta.jar"
+    jar.write_bytes(b"not a jar")
+    key = spark_jars.resolution_key(settings["spark.jars.packages"], {})
+    spark_jars.remember(key, f"file://{jar}")
+    assert spark_jars.resolved_jars(key) == f"file://{jar}"
+    r = subprocess.run([sys.executable, "-c", BROKEN], capture_output=True, text=True, env=dict(os.environ),
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"delta": False}
+    assert spark_jars.resolved_jars(key) is None
