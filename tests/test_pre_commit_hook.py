@@ -35,7 +35,7 @@ def test_manifest_is_a_list_of_hooks_with_the_required_keys() -> None:
 def test_entry_is_the_console_script_and_a_registered_command() -> None:
     program, command = shlex.split(_hook()["entry"])
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert program in scripts and scripts[program] == "compactor.cli:main"
+    assert program in scripts and scripts[program] == "compactor.cli:run"
     assert command in COMMANDS
 
 
