@@ -118,12 +118,10 @@ class LocalEngine:
                 storage, rel = locate(location, self.storage_options)
                 reader = _open(pa.BufferReader(storage.read_bytes(rel)))
             else:
-                reader = _local_parquet(local_path(location))
-            md = reader.metadata
-            table = reader.read_all(use_threads=False)
-            return md.num_rows, conform(table, schema, droppable), (md, reader.schema_arrow)
+                reader = _open(_local_source(local_path(location))[0])
+            return _decoded(reader, reader.read_all(use_threads=False), schema, droppable)
         except (OSError, pa.ArrowException) as e:
-            raise ApplyError(f"cannot read {location}: {str(e).splitlines()[0]}") from None
+            raise _unreadable(location, e) from None
 
     def _inputs(self, job: BinJob, schema: pa.Schema,
                 readers: ThreadPoolExecutor | None) -> Iterator[tuple[int, pa.Table, Any]]:
@@ -193,9 +191,16 @@ def _rewrite_alone(job: BinJob, *, schema: pa.Schema, storage_options: Mapping[s
     return LocalEngine(storage_options, threads=1)._rewrite_bin(job, schema, None)
 
 
-def _local_parquet(path: str) -> ParquetReader:
-    """A local parquet file, read whole with one read() when it is small."""
-    return _open(_local_source(path)[0])
+def _decoded(reader: ParquetReader, table: pa.Table, schema: pa.Schema,
+             droppable: tuple[str, ...]) -> tuple[int, pa.Table, Any]:
+    """What a read of one input gives: (rows in the footer, the rows conformed to ``schema``, (footer, file
+    schema))."""
+    md = reader.metadata
+    return md.num_rows, conform(table, schema, droppable), (md, reader.schema_arrow)
+
+
+def _unreadable(location: str, e: Exception) -> ApplyError:
+    return ApplyError(f"cannot read {location}: {str(e).splitlines()[0]}")
 
 
 def _local_source(path: str) -> tuple[Any, int]:
@@ -231,10 +236,9 @@ def _local_inputs(job: BinJob, schema: pa.Schema) -> Iterator[tuple[int, pa.Tabl
             for location, reader in opened:
                 decoded.append((location, reader, reader.read_all(use_threads=False)))
             for location, reader, table in decoded:  # noqa: B007 - `location` names the file in an error below
-                md = reader.metadata
-                yield md.num_rows, conform(table, schema, job.partition_columns), (md, reader.schema_arrow)
+                yield _decoded(reader, table, schema, job.partition_columns)
     except (OSError, pa.ArrowException) as e:
-        raise ApplyError(f"cannot read {location}: {str(e).splitlines()[0]}") from None
+        raise _unreadable(location, e) from None
 
 
 #: what pq.ParquetFile passes to its reader by default where this pyarrow has the option (extension types
