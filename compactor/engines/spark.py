@@ -65,7 +65,7 @@ MAP_NAMES_MAX = 2048
 #: read and commit per bin (100 bins of 10 small files on local[2]: 3.6-4.6 s with a task per bin,
 #: 2.5-2.9 s with 4 tasks, measured in docs/benchmarks.md), and two per slot keep every slot busy
 TASKS_PER_SLOT = 2
-_UNION_LOCK = threading.Lock()
+_GROUP_WRITE_LOCK = threading.Lock()
 
 
 def _part_files(fs: pafs.FileSystem, folder: str) -> list[str]:
@@ -221,7 +221,7 @@ class SparkEngine:
         conf = dict(GROUP_WRITE_CONF)
         if not any(is_remote(i) for job in jobs for i in job.inputs):
             conf.update(LOCAL_LISTING_CONF)
-        with _UNION_LOCK:  # the settings are the session's: one group write at a time changes them
+        with _GROUP_WRITE_LOCK:  # the settings are the session's: one group write at a time changes them
             before = {k: self.spark.conf.get(k, None) for k in conf}
             for k, v in conf.items():
                 self.spark.conf.set(k, v)
