@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from compactor.formats.delta.state import JEMALLOC_CONF
+
 PROBE = """
 import os, sys
 from compactor.formats.delta.state import read_delta_state
@@ -34,7 +36,7 @@ def _probe(env: dict[str, str], table: str) -> str:
 
 def test_freed_pages_are_returned_unless_the_user_configured_jemalloc(table: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    assert _probe(env, table) == "dirty_decay_ms:0,muzzy_decay_ms:0"
+    assert _probe(env, table) == JEMALLOC_CONF == "dirty_decay_ms:100,muzzy_decay_ms:100"
     assert _probe({**env, "_RJEM_MALLOC_CONF": "narenas:2"}, table) == "narenas:2"
 
 
