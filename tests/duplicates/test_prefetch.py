@@ -1,6 +1,8 @@
 """Planning parses the newest commits while delta-rs loads the table (prefetch_window): the scan for rows
 live twice must find exactly what it finds without that head start, also when commits land in between,
-and a table whose log cannot be listed gives no head start rather than an error."""
+and a table whose log cannot be listed gives no head start rather than an error. The whole scan (the
+replay too) runs beside the load (newest_duplicate_facts), and is taken only at the version the state was
+read at."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.formats.delta import FORMAT, duplicate_facts, newest_duplicate_facts
 from compactor.formats.delta.detection import detect, prefetch_window, read_window
+from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.table import TableLocation
+from compactor.policy.model import TablePolicy
 
 
 def _append(path: Path, n: int) -> None:
@@ -47,3 +52,50 @@ def test_a_window_ending_before_the_head_start_ignores_the_newer_commits(tmp_pat
 
 def test_no_log_to_list_gives_no_head_start(tmp_path: Path) -> None:
     assert prefetch_window(TableLocation(str(tmp_path / "missing"))) == {}
+
+
+def _duplicated(tmp_path: Path) -> Path:
+    """Rows live twice: two delta-rs compactions of the same files from one snapshot (issue 18's race)."""
+    t = tmp_path / "t"
+    for i in range(4):
+        _append(t, i + 1)
+    first, second = DeltaTable(str(t)), DeltaTable(str(t))
+    first.optimize.compact()
+    second.optimize.compact()
+    return t
+
+
+def test_the_scan_run_beside_the_load_finds_what_the_scan_after_it_finds(tmp_path: Path) -> None:
+    t = _duplicated(tmp_path)
+    table = TableLocation(str(t))
+    version, early = newest_duplicate_facts(table)
+    assert version == DeltaTable(str(t)).version()
+    after = duplicate_facts(table, version)
+    assert [r.later_version for r in early.reports] == [version]  # the race is found
+    assert early == after
+    state = FORMAT.read_state(table, TablePolicy(name="t", path=str(t)))
+    assert delta_facts(state).duplicates == after
+
+
+def test_a_head_start_at_another_version_than_the_state_read_is_not_taken(tmp_path: Path, monkeypatch) -> None:
+    """A commit that lands between the log listing and delta-rs' load: the scan runs again at the version
+    the state was read at (simulated by a head start one version ahead, holding a scan error)."""
+    import compactor.formats.delta as delta
+
+    t = _duplicated(tmp_path)
+    table = TableLocation(str(t))
+    version = DeltaTable(str(t)).version()
+    monkeypatch.setattr(delta, "newest_duplicate_facts",
+                        lambda _t: (version + 1, DuplicateFacts(scan_error="a head start at another version")))
+    state = FORMAT.read_state(table, TablePolicy(name="t", path=str(t)))
+    assert state.version == version
+    assert delta_facts(state).duplicates == duplicate_facts(table, version)
+    assert delta_facts(state).duplicates.scan_error is None
+    monkeypatch.setattr(delta, "newest_duplicate_facts",
+                        lambda _t: (version, DuplicateFacts(scan_error="taken at the same version")))
+    state = FORMAT.read_state(table, TablePolicy(name="t", path=str(t)))
+    assert delta_facts(state).duplicates.scan_error == "taken at the same version"  # the test can fail
+
+
+def test_a_log_that_cannot_be_listed_gives_no_early_scan(tmp_path: Path) -> None:
+    assert newest_duplicate_facts(TableLocation(str(tmp_path / "missing"))) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:
+    from compactor.formats.delta.detection import Detection
     from compactor.formats.delta.log import Commit
 
 
@@ -33,8 +35,6 @@ def duplicate_facts(table: TableLocation, version: int | None,
                     known: Mapping[int, Commit] | None = None) -> DuplicateFacts:
     """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
     (never planned as compaction inputs) and the repair to plan first. ``known``: commits already parsed."""
-    import logging
-
     from compactor.formats.delta.repair import detect
 
     try:
@@ -42,6 +42,10 @@ def duplicate_facts(table: TableLocation, version: int | None,
     except Exception as e:  # noqa: BLE001 - the plan says it could not look, and goes on
         logging.getLogger(__name__).warning("%s: could not scan the log for rows live twice: %s", table.uri, e)
         return DuplicateFacts(scan_error=f"{type(e).__name__}: {e}")
+    return _facts_of(found)
+
+
+def _facts_of(found: Detection) -> DuplicateFacts:
     current = found.current
     if found.proposal is not None and not found.proposal.repairable:
         why = "; ".join(found.proposal.problems)
@@ -52,6 +56,24 @@ def duplicate_facts(table: TableLocation, version: int | None,
                         rows=(sum(found.rows.get(p) or 0 for p in found.proposal.remove),
                               sum(found.rows.get(p) or 0 for p in found.proposal.restore)))
     return facts
+
+
+def newest_duplicate_facts(table: TableLocation) -> tuple[int, DuplicateFacts] | None:
+    """``duplicate_facts`` at the newest commit listed in the log now, with that version: planning runs
+    it while delta-rs loads the table (which releases the GIL), and takes it when the state delta-rs read
+    is at that version (the same window, read and replayed alike). None when the log cannot be listed or
+    scanned here: ``duplicate_facts`` then runs after the load, and reports any error itself."""
+    from compactor.formats.delta.detection import detect, prefetch_window
+
+    known = prefetch_window(table)
+    if not known:
+        return None
+    newest = max(known)
+    try:
+        return newest, _facts_of(detect(table, version=newest, known=known))
+    except Exception as e:  # noqa: BLE001 - only a head start: duplicate_facts runs again and reports it
+        logging.getLogger(__name__).debug("%s: no head start on the scan for rows live twice: %s", table.uri, e)
+        return None
 
 
 class DeltaDuplicates:
@@ -86,17 +108,15 @@ class DeltaFormat:
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
 
         planning = policy is not None and policy.enabled and session is None
-        known: dict[int, Commit] = {}
+        early: tuple[int, DuplicateFacts] | None = None
         if isinstance(session, DeltaSession):  # apply: the actions use the table loaded here
             state = read_delta_state(table, table=session.open_table())
-        elif planning:  # the log scan for duplicates parses the newest commits while delta-rs loads
+        elif planning:  # the scan for rows live twice runs while delta-rs loads
             from concurrent.futures import ThreadPoolExecutor
-
-            from compactor.formats.delta.detection import prefetch_window
 
             with ThreadPoolExecutor(1, thread_name_prefix="delta-state") as pool:
                 loading = pool.submit(read_delta_state, table)
-                known = prefetch_window(table)
+                early = newest_duplicate_facts(table)
                 state = loading.result()
         else:
             state = read_delta_state(table)
@@ -104,8 +124,9 @@ class DeltaFormat:
         if r is not None and r.vacuum.enabled:
             state = replace(state, vacuum_candidates=vacuum_candidates(table, r.deleted_file_retention))
         if planning:  # (apply runs the planned repair)
-            state = replace(state, extra=replace(delta_facts(state),
-                                                 duplicates=duplicate_facts(table, state.version, known)))
+            facts = early[1] if early is not None and early[0] == state.version else \
+                duplicate_facts(table, state.version)
+            state = replace(state, extra=replace(delta_facts(state), duplicates=facts))
         return state
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
