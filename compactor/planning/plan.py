@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import (
     REWRITE_ACTIONS,
@@ -179,9 +181,25 @@ def dumps_compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def dumps_action(action: Mapping[str, Any]) -> str:
+    """An action as ``dumps_compact`` writes it, 4-5x faster (a plan's actions list every input file).
+    orjson writes the same text as json.dumps for what an action holds (strings, integers, booleans,
+    null, lists, objects) except where json escapes a character orjson writes raw (non-ASCII, DEL): those
+    actions, and any orjson cannot write, take ``dumps_compact``. An action holding a float (compactor
+    writes none: an edited plan) may be written differently than json would, and so fails its digest as
+    any other edit does."""
+    try:
+        raw = orjson.dumps(action)
+    except TypeError:  # an integer beyond 64 bits, a key that is not a string
+        return dumps_compact(action)
+    if not raw.isascii() or b"\x7f" in raw:
+        return dumps_compact(action)
+    return raw.decode("ascii")
+
+
 def plan_digest(data: Mapping[str, Any]) -> str:
     """sha256 of a plan document without its ``digest`` key: of each action, then the rest of its table,
-    table by table, then the rest of the plan, each in the form ``dumps_compact`` writes, in the order
+    table by table, then the rest of the plan, each in the form ``dumps_action`` / ``dumps_compact`` write, in the order
     the plan file holds them (so the writer hashes exactly what it writes, once). json.loads keeps key
     order and json.dumps reproduces the same text, so a plan read back digests to the same value unless
     someone edited it."""
@@ -195,7 +213,7 @@ def digest_pieces(data: Mapping[str, Any]):  # -> Iterator[str]
     """The serialised pieces of a plan document the digest covers, in file order."""
     for t in data.get("tables") or ():
         for a in t.get("actions") or ():
-            yield dumps_compact(a)
+            yield dumps_action(a)
         yield dumps_compact({k: v for k, v in t.items() if k != "actions"})
     yield dumps_compact({k: v for k, v in data.items() if k not in ("digest", "signature", "tables")})
 

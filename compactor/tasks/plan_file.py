@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from compactor import __version__
 from compactor.errors import PlanError
-from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
+from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_action, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
 from compactor.policy.schema import known_valid, load_schema, remember_valid
 
 #: the environment variable holding the key of signed plans (`plan --sign`, `apply --require-signature`)
@@ -55,7 +55,7 @@ def _write_compact_json(data: dict[str, Any], f: TextIO, sign_key: bytes | None 
         for ai, action in enumerate(table["actions"]):
             if ai:
                 f.write(",")
-            f.write(piece(dumps_compact(action)))
+            f.write(piece(dumps_action(action)))
         rest = piece(dumps_compact({k: v for k, v in table.items() if k != "actions"}))
         f.write("]," + rest[1:] if rest != "{}" else "]}")
     rest = piece(dumps_compact({k: v for k, v in data.items() if k not in ("tables", "digest")}))

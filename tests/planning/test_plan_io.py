@@ -12,7 +12,7 @@ import pytest
 
 from compactor.errors import PlanError
 from compactor.models.state import TableState, files_table
-from compactor.planning.plan import digest_paths, plan_digest, plan_to_dict
+from compactor.planning.plan import digest_paths, dumps_action, dumps_compact, plan_digest, plan_to_dict
 from compactor.policy.model import Compaction, TablePolicy
 from compactor.project.model import Target
 from compactor.tasks.plan import build_plan
@@ -113,3 +113,34 @@ def test_skip_reasons_are_one_enum_in_code_schema_and_readme(tmp_path: Path) -> 
     bad.write_text(json.dumps({**data, "digest": plan_digest(data)}))
     with pytest.raises(PlanError, match="plan.schema.json at tables/0/skipped/0/reason"):
         load_plan(bad)
+
+
+@pytest.mark.parametrize("path", [
+    "d=1/plain.parquet", 'd=1/"quoted"\\back.parquet', "d=é/x.parquet", "d=1/del\x7f.parquet",
+    "d=1/ctl\x01\x1f\n\t.parquet", "d=1/\u2028.parquet", "d=1/😀.parquet", "d=1/</script>.parquet"])
+def test_an_action_is_written_exactly_as_json_writes_it(path: str) -> None:
+    """The action pieces (orjson) are the text the digest of older plans was computed on (json.dumps)."""
+    plan = _plan()
+    action = plan_to_dict(plan)["tables"][0]["actions"][0]
+    action["bins"] = [[path, "d=1/other.parquet"]]
+    action["partition"] = {"d": path}
+    assert dumps_action(action) == dumps_compact(action) == json.dumps(action, separators=(",", ":"))
+    for value in (2**64, -(2**63) - 1, 2**63 - 1):  # beyond orjson's 64 bits: json writes them
+        assert dumps_action({**action, "rows": value}) == json.dumps({**action, "rows": value}, separators=(",", ":"))
+
+
+def test_a_plan_written_with_json_alone_loads_with_its_digest(tmp_path: Path) -> None:
+    """A plan an earlier compactor wrote (every piece through json.dumps) is not taken for an edited one."""
+    data = plan_to_dict(_plan())
+    h = hashlib.sha256()
+    for t in data["tables"]:
+        for a in t["actions"]:
+            h.update(json.dumps(a, separators=(",", ":")).encode())
+        h.update(json.dumps({k: v for k, v in t.items() if k != "actions"}, separators=(",", ":")).encode())
+    h.update(json.dumps({k: v for k, v in data.items() if k != "tables"}, separators=(",", ":")).encode())
+    data["digest"] = "sha256:" + h.hexdigest()
+    assert plan_digest(data) == data["digest"]
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    assert load_plan(tmp_path / "plan.json").digest == data["digest"]
+    data["tables"][0]["actions"][0]["input_bytes"] += 0.0  # an edit that json and orjson write differently
+    assert plan_digest(data) != data["digest"]
