@@ -52,6 +52,7 @@ ALLOWED: dict[str, str] = {
     "planning/plan:Plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
     "planning/plan:Plan.target": TO_JSON + ": Target.redacted(), the target as the plan file records it",
     "planning/plan:digest_pieces.data": FROM_JSON + ": the plan file's content, digested as written",
+    "planning/plan:dumps_action.action": TO_JSON + ": one action of the plan file, as written and digested",
     "planning/plan:plan_digest.data": FROM_JSON + ": the plan file's content, digested as written",
     "planning/plan:plan_from_dict.d": FROM_JSON,
     "planning/plan:plan_to_dict.return": TO_JSON,

@@ -9,7 +9,9 @@ so no two outputs (or left-alone files) fit in one bin again.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 
 BIN_MODELS = ("delta-spark",)
 
@@ -42,6 +44,22 @@ def pack_ascending(sizes: Sequence[int], target: int, candidates: Sequence[int] 
     if len(cur) > 1:
         bins.append(cur)
     return bins
+
+
+def pack_sorted(sizes: Sequence[int], target: int) -> list[tuple[int, int]]:
+    """``pack_ascending`` of sizes already in ascending order, as ``(start, end)`` runs of them: greedy
+    packing of sorted sizes only ever closes a bin where the next size does not fit, so every bin is a run,
+    and the run from ``start`` ends where the running total first exceeds the target (found by bisection
+    on the prefix sums: one step per bin instead of one per file). Single-file bins dropped."""
+    totals = list(accumulate(sizes, initial=0))
+    runs = []
+    start, n = 0, len(sizes)
+    while start < n:
+        end = max(start + 1, bisect_right(totals, totals[start] + target, start + 1) - 1)
+        if end - start > 1:
+            runs.append((start, end))
+        start = end
+    return runs
 
 
 def plan_bins(model: str, sizes: Sequence[int], target: int, min_file_size: int,
