@@ -22,6 +22,7 @@ from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan, Skip, SkipReason, TablePlan, compute_totals
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
+from compactor.runtime.gc_pause import gc_paused
 from compactor.runtime.paths import is_uri
 from compactor.runtime.secrets import redact, redact_error, register_secrets
 
@@ -185,11 +186,13 @@ def plan_project(options: ProjectOptions, *, now: dt.datetime | None = None, out
     compiled = compiled or compile_project(options)
     now = now or dt.datetime.now(dt.UTC)
     read = read or read_project(compiled, progress=progress)
-    plan = build_plan(read.policies, read.states, now=now, target=compiled.target, project_name=compiled.project.name,
-                      invocation={"select": list(options.select), "exclude": list(options.exclude),
-                                  "vars": {k: v for k, v in options.vars.items()}, "target": compiled.target.name})
-    if out is not None:
-        write_plan(plan, out, sign_key=sign_key)
+    with gc_paused():  # a tuple per bin and a list per action, no cycle (each collection walks the states)
+        plan = build_plan(read.policies, read.states, now=now, target=compiled.target,
+                          project_name=compiled.project.name,
+                          invocation={"select": list(options.select), "exclude": list(options.exclude),
+                                      "vars": {k: v for k, v in options.vars.items()}, "target": compiled.target.name})
+        if out is not None:
+            write_plan(plan, out, sign_key=sign_key)
     return plan
 
 
