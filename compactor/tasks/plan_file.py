@@ -14,7 +14,15 @@ from typing import Any, TextIO
 
 from compactor import __version__
 from compactor.errors import PlanError
-from compactor.planning.plan import SCHEMA_VERSION, Plan, dumps_action, dumps_compact, plan_digest, plan_from_dict, plan_to_dict
+from compactor.planning.plan import (
+    SCHEMA_VERSION,
+    Plan,
+    dumps_action,
+    dumps_compact,
+    plan_digest,
+    plan_from_dict,
+    plan_to_dict,
+)
 from compactor.policy.schema import known_valid, load_schema, remember_valid
 
 #: the environment variable holding the key of signed plans (`plan --sign`, `apply --require-signature`)
