@@ -9,7 +9,9 @@ planned repair of rows another writer duplicated, compactions), and then the tab
 the oracle's rows, or, where compactor refused a repair it could not prove, every oracle row at least
 once with the refusal reported. Nothing compactor does may lose a row. After every operation, too, the
 duplicate scan's replay of the whole log with appends applied in bulk must equal the add-by-add replay
-(formats/delta/duplicates.py ``_append``).
+(formats/delta/duplicates.py ``_append``), and what planning takes from the scan it runs while delta-rs
+loads (``newest_duplicate_facts``: not parsed at all when no commit may be a rewrite) must equal the
+scan after the load.
 
 CI runs ``COMPACTOR_FUZZ_HISTORIES`` histories (default 500, short ones); the long mode is the same test
 with a larger number (``COMPACTOR_FUZZ_FIRST_SEED`` resumes from a seed). A failure prints its seed and
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from compactor.formats.delta import duplicate_facts, newest_duplicate_facts
 from compactor.formats.delta.detection import read_window
 from compactor.formats.delta.duplicates import _analyse
 from compactor.formats.delta.repair import detect
@@ -73,6 +76,11 @@ def _replays_agree(table: Path) -> None:
     commits = read_window(loc, until=DeltaTable(str(table)).version(), horizon=1 << 20)
     bulk, reference = _analyse(commits), _analyse(commits, bulk_appends=False)
     assert bulk == reference, "the bulk-append replay differs from the add-by-add replay"
+    # what planning takes from the scan it runs beside delta-rs' load (unparsed when no commit may be a
+    # rewrite) is what the scan after the load finds
+    early = newest_duplicate_facts(loc)
+    assert early is not None and early[1] == duplicate_facts(loc, early[0]), \
+        "the scan beside the load differs from the scan after it"
 
 
 def _one(tmp: Path, seed: int) -> str:

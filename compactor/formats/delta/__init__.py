@@ -63,14 +63,15 @@ def newest_duplicate_facts(table: TableLocation) -> tuple[int, DuplicateFacts] |
     it while delta-rs loads the table (which releases the GIL), and takes it when the state delta-rs read
     is at that version (the same window, read and replayed alike). None when the log cannot be listed or
     scanned here: ``duplicate_facts`` then runs after the load, and reports any error itself."""
-    from compactor.formats.delta.detection import detect, prefetch_window
+    from compactor.formats.delta.detection import detect, newest_window
 
-    known = prefetch_window(table)
-    if not known:
+    window = newest_window(table)
+    if window is None:
         return None
-    newest = max(known)
+    if window.commits is None:  # no commit of the window may be a rewrite: no anomaly in it
+        return window.version, DuplicateFacts()
     try:
-        return newest, _facts_of(detect(table, version=newest, known=known))
+        return window.version, _facts_of(detect(table, version=window.version, known=window.commits))
     except Exception as e:  # noqa: BLE001 - only a head start: duplicate_facts runs again and reports it
         logging.getLogger(__name__).debug("%s: no head start on the scan for rows live twice: %s", table.uri, e)
         return None

@@ -13,6 +13,7 @@ in the window is a remove was live before it (duplicates.py); ``--horizon`` wide
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -35,17 +36,21 @@ _READERS = 16
 # ----------------------------------------------------------------------------- reading the window
 
 
+def _read_texts(table: TableLocation, versions: list[int]) -> dict[int, str | None]:
+    """The raw commits of ``versions`` (None: not there), fetched ``_READERS`` at a time."""
+    if not versions:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
+        return dict(zip(versions, pool.map(lambda v: read_commit_text(table, v), versions)))
+
+
 def _read_commits(table: TableLocation, versions: list[int],
                   known: Mapping[int, Commit] | None = None) -> list[Commit | None]:
     """The commits of ``versions`` (None: not there), fetched ``_READERS`` at a time and parsed in this
     thread (parsing holds the GIL: parsing threads would only contend); ``known``: commits already
     parsed, by version."""
     known = known or {}
-    missing = [v for v in versions if v not in known]
-    texts: dict[int, str | None] = {}
-    if missing:
-        with ThreadPoolExecutor(max_workers=min(_READERS, len(missing)), thread_name_prefix="delta-log") as pool:
-            texts = dict(zip(missing, pool.map(lambda v: read_commit_text(table, v), missing)))
+    texts = _read_texts(table, [v for v in versions if v not in known])
     out: list[Commit | None] = []
     for v in versions:
         text = texts.get(v)
@@ -53,26 +58,62 @@ def _read_commits(table: TableLocation, versions: list[int],
     return out
 
 
-def prefetch_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> dict[int, Commit]:
-    """The newest ``horizon`` JSON commits listed in ``_delta_log`` now, parsed, by version: planning reads
-    them while delta-rs loads the table's state (it releases the GIL), and ``read_window`` takes them
-    instead of reading them again (a commit never changes once written). Empty when the log cannot be
-    listed: the window is then read as usual, and reports any error itself."""
+#: a ``dataChange`` key whose value is not ``true``: how an add or remove says it changes no data
+_NOT_DATA_CHANGE = re.compile(r'"dataChange"\s*:\s*(?!\s|true)')  # (?!\s: no backtracking into spaces
+
+
+def may_rewrite(text: str) -> bool:
+    """Whether a commit may be a rewrite, read from its raw text: every anomaly is a commit whose adds and
+    removes all say ``dataChange`` is false (duplicates.py), and an add or remove without the key changes
+    data. Conservative: True wherever a ``dataChange`` key (unescaped: a quote inside a JSON string is
+    escaped) has any value but ``true`` (null and 0 read as false too), and wherever a ``\\u`` escape
+    could spell the key otherwise."""
+    return "\\u" in text or _NOT_DATA_CHANGE.search(text) is not None
+
+
+@dataclass(frozen=True)
+class NewestWindow:
+    """The scan window ending at the newest commit listed in ``_delta_log`` (``newest_window``)."""
+
+    version: int
+    #: its commits, parsed, by version; None when none of them may be a rewrite (nothing to replay: the
+    #: window holds no anomaly)
+    commits: dict[int, Commit] | None
+
+
+def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> NewestWindow | None:
+    """The window ``read_window`` reads up to the newest commit listed now: planning reads it while
+    delta-rs loads the table's state (it releases the GIL) and replays it there when the state is at that
+    version (a commit never changes once written). The commits are parsed only when one of them may be a
+    rewrite (``may_rewrite``): a window of appends, DELETEs and MERGEs can hold no anomaly. None when the
+    log cannot be listed or read: the window is then read as usual, and reports any error itself."""
     try:
         found, _ = storage_for(table.uri, table.storage_options).list_dir("_delta_log")
-        versions = sorted(int(n[:20]) for n in (o.path.rsplit("/", 1)[-1] for o in found)
-                          if len(n) == 25 and n.endswith(".json") and n[:20].isdigit())[-max(1, horizon):]
-        return {c.version: c for c in _read_commits(table, versions) if c is not None}
+        listed = [int(n[:20]) for n in (o.path.rsplit("/", 1)[-1] for o in found)
+                  if len(n) == 25 and n.endswith(".json") and n[:20].isdigit()]
+        if not listed:
+            return None
+        newest = max(listed)
+        texts = _read_texts(table, list(range(max(0, newest - max(1, horizon) + 1), newest + 1)))
     except Exception as e:  # noqa: BLE001 - only a head start: the window is read as usual without it
         log.debug("%s: no head start on the log scan: %s", table.uri, e)
-        return {}
+        return None
+    run: list[tuple[int, str]] = []
+    for v in range(newest, -1, -1):  # the contiguous run ending at the newest, as read_window takes it
+        text = texts.get(v)
+        if text is None:
+            break
+        run.append((v, text))
+    if not any(may_rewrite(text) for _, text in run):
+        return NewestWindow(newest, None)
+    return NewestWindow(newest, {v: parse_commit(v, text) for v, text in run})
 
 
 def read_window(table: TableLocation, *, until: int, start: int | None = None,
                 horizon: int = DEFAULT_HORIZON, known: Mapping[int, Commit] | None = None) -> list[Commit]:
     """The consecutive JSON commits ``max(start, until - horizon + 1) .. until`` that still exist (the
     oldest ones may have been cleaned up), oldest first, every action parsed. ``known``: commits already
-    parsed (``prefetch_window``), by version."""
+    parsed (``newest_window``), by version."""
     lo = max(0, until - max(1, horizon) + 1)
     if start is not None:
         lo = max(lo, start)
@@ -162,7 +203,7 @@ def _latest_version(table: TableLocation) -> int:
 def detect(table: TableLocation, *, version: int | None = None, start: int | None = None,
            horizon: int = DEFAULT_HORIZON, known: Mapping[int, Commit] | None = None) -> Detection:
     """Rows live twice in the window ending at ``version`` (default: the latest commit), and their repair.
-    ``known``: commits already parsed, by version (``prefetch_window``)."""
+    ``known``: commits already parsed, by version (``newest_window``)."""
     if version is None:
         version = _latest_version(table)
     commits = read_window(table, until=version, start=start, horizon=horizon, known=known)
