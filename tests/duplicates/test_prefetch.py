@@ -142,3 +142,23 @@ def test_may_rewrite_is_true_wherever_an_action_may_say_it_changes_no_data(line:
 
         c = parse_commit(1, line + "\n")
         assert not c.adds or c.data_change
+
+
+def test_a_rewrite_far_back_in_the_window_has_the_newer_batches_read_again(tmp_path: Path) -> None:
+    """The window is read newest first, 16 commits at a time, and batches without a possible rewrite are
+    dropped: a rewrite 40 commits back makes the whole window parsed, the dropped batches read again."""
+    for i in range(3):
+        _append(tmp_path, i + 1)
+    assert DeltaTable(str(tmp_path)).optimize.compact()["numFilesRemoved"] == 3
+    for _ in range(40):
+        _append(tmp_path, 1)
+    table = TableLocation(str(tmp_path))
+    latest = DeltaTable(str(tmp_path)).version()
+    window = newest_window(table)
+    assert window.version == latest and window.commits is not None
+    assert sorted(window.commits) == list(range(latest + 1))
+    plain = read_window(table, until=latest)
+    assert [(c.version, c.adds, c.removes, c.info) for c in plain] == \
+        [(c.version, c.adds, c.removes, c.info) for c in (window.commits[v] for v in sorted(window.commits))]
+    small = newest_window(table, horizon=20)  # the rewrite is outside a 20-commit window
+    assert small.version == latest and small.commits is None

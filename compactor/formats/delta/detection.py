@@ -84,9 +84,11 @@ class NewestWindow:
 def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> NewestWindow | None:
     """The window ``read_window`` reads up to the newest commit listed now: planning reads it while
     delta-rs loads the table's state (it releases the GIL) and replays it there when the state is at that
-    version (a commit never changes once written). The commits are parsed only when one of them may be a
-    rewrite (``may_rewrite``): a window of appends, DELETEs and MERGEs can hold no anomaly. None when the
-    log cannot be listed or read: the window is then read as usual, and reports any error itself."""
+    version (a commit never changes once written). Read newest first, ``_READERS`` commits at a time; a
+    batch in which no commit may be a rewrite (``may_rewrite``) is dropped once scanned, so a window of
+    appends, DELETEs and MERGEs, which can hold no anomaly, is never held or parsed whole. Once one commit
+    may be a rewrite, the whole window is parsed (the dropped batches read again). None when the log cannot
+    be listed or read: the window is then read as usual, and reports any error itself."""
     try:
         found, _ = storage_for(table.uri, table.storage_options).list_dir("_delta_log")
         listed = [int(n[:20]) for n in (o.path.rsplit("/", 1)[-1] for o in found)
@@ -94,19 +96,35 @@ def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> Ne
         if not listed:
             return None
         newest = max(listed)
-        texts = _read_texts(table, list(range(max(0, newest - max(1, horizon) + 1), newest + 1)))
+        versions = list(range(newest, max(0, newest - max(1, horizon) + 1) - 1, -1))
+        kept: dict[int, str] = {}
+        dropped: list[int] = []
+        for i in range(0, len(versions), _READERS):
+            batch = versions[i:i + _READERS]
+            texts = _read_texts(table, batch)
+            run: dict[int, str] = {}
+            for v in batch:  # the run ends at a commit that is not there (cleaned up)
+                text = texts[v]
+                if text is None:
+                    break
+                run[v] = text
+            if kept or any(may_rewrite(text) for text in run.values()):
+                kept.update(run)
+            else:
+                dropped += run
+            if len(run) < len(batch):
+                break
+        if not kept:
+            return NewestWindow(newest, None)
+        again = _read_texts(table, dropped)  # newer than what is kept: never cleaned up before it
+        for v, text in again.items():
+            if text is None:
+                return None
+            kept[v] = text
     except Exception as e:  # noqa: BLE001 - only a head start: the window is read as usual without it
         log.debug("%s: no head start on the log scan: %s", table.uri, e)
         return None
-    run: list[tuple[int, str]] = []
-    for v in range(newest, -1, -1):  # the contiguous run ending at the newest, as read_window takes it
-        text = texts.get(v)
-        if text is None:
-            break
-        run.append((v, text))
-    if not any(may_rewrite(text) for _, text in run):
-        return NewestWindow(newest, None)
-    return NewestWindow(newest, {v: parse_commit(v, text) for v, text in run})
+    return NewestWindow(newest, {v: parse_commit(v, text) for v, text in sorted(kept.items())})
 
 
 def read_window(table: TableLocation, *, until: int, start: int | None = None,
