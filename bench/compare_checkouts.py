@@ -40,7 +40,9 @@ def _env(checkout: Path | None) -> dict[str, str]:
 
 def _timed(cmd: list[str], env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    # from a folder holding no compactor: `python -m` puts the working folder before PYTHONPATH, so from a
+    # checkout both sides would run that checkout's code
+    subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=tempfile.gettempdir())
     return time.perf_counter() - t0
 
 
@@ -74,6 +76,10 @@ def main() -> None:
     ap.add_argument("--dir", default="/tmp/compactor-plan-scale")
     args = ap.parse_args()
     sides = {"A": args.a, "B": args.b, "raw": None}
+    for side in (args.a, args.b):  # each side must run its own checkout's code
+        where = subprocess.run([sys.executable, "-c", "import compactor; print(compactor.__file__)"], check=True,
+                               capture_output=True, text=True, env=_env(side), cwd=tempfile.gettempdir()).stdout
+        assert Path(where.strip()).resolve().is_relative_to(side.resolve()), f"{side} runs {where.strip()}"
     order = list(sides)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
