@@ -5,7 +5,8 @@ Runs, in rotating order per round, on identical fresh copies of one table (bench
   checkout B (each through PYTHONPATH, the same interpreter and packages);
 - bare deltalake `optimize.compact()` on the whole table (the raw engine, for the ratio);
 and `compactor plan` alone on a synthetic log of --plan-files files (bench/plan_scale.py's table) for
-A, B and a bare delta-rs load. Reports medians and each checkout's ratio to the raw engine.
+A, B and a bare delta-rs load, on the log as built (appends only) and with a compaction as its newest
+commit (plan_scale.with_a_rewrite: the scan for rows live twice then replays its whole window). Reports medians and each checkout's ratio to the raw engine.
 
     git worktree add --detach /tmp/base <old-commit>
     python bench/compare_checkouts.py --a /tmp/base --b . [--files 2000] [--plan-files 100000] [--repeat 3]
@@ -26,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from apply_overhead import BARE_LOCAL, build, make_project  # noqa: E402
-from plan_scale import BARE, cached_table  # noqa: E402
+from plan_scale import BARE, cached_table, with_a_rewrite  # noqa: E402
 
 PLAN_CLI = "--project-dir"
 
@@ -86,18 +87,23 @@ def main() -> None:
         master = work / "master"
         build(master, args.files)
         table = cached_table(Path(args.dir), args.plan_files)
+        rewritten = with_a_rewrite(table)
         apply_t: dict[str, list[float]] = {s: [] for s in sides}
         plan_t: dict[str, list[float]] = {s: [] for s in sides}
+        rewrite_t: dict[str, list[float]] = {s: [] for s in sides}
         for i in range(args.repeat):
             rot = order[i % 3:] + order[:i % 3]  # each side goes first once every three rounds
             for side in rot:
                 apply_t[side].append(_apply_round(side, sides[side], master, work, i))
             for side in rot:
                 plan_t[side].append(_plan_round(side, sides[side], table, work))
+            for side in rot:
+                rewrite_t[side].append(_plan_round(side, sides[side], rewritten, work))
     print(f"| measure | A: {args.a} | B: {args.b} | raw engine | A / raw | B / raw | B / A |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, t in ((f"plan + apply, {args.files:,} files (s)", apply_t),
-                    (f"plan, {args.plan_files:,}-file log (s)", plan_t)):
+                    (f"plan, {args.plan_files:,}-file log (s)", plan_t),
+                    ("plan, the same log with a compaction as its newest commit (s)", rewrite_t)):
         a, b, r = (statistics.median(t[s]) for s in ("A", "B", "raw"))
         print(f"| {name} | {a:.2f} | {b:.2f} | {r:.2f} | {a / r:.2f}x | {b / r:.2f}x | {b / a:.2f}x |")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -99,6 +100,31 @@ def run(code: str, *args: str, allocator_conf: str | None = None) -> list[float]
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env=env)
     return [float(x) for x in out.stdout.split()] + [time.perf_counter() - t0]
+
+
+def with_a_rewrite(table: Path) -> Path:
+    """A copy of the synthetic table's log with one more commit: a compaction (dataChange false) of two
+    files of one partition. The scan for rows live twice then parses and replays its whole window, as it
+    does on any table compacted within its last 1,000 commits; on the table as built (appends only) no
+    commit may be a rewrite and the window is only read (formats/delta/detection.py, may_rewrite)."""
+    path = table.with_name(table.name + "-rewrite")
+    if (path / "_delta_log").exists():
+        return path
+    shutil.copytree(table, path)
+    log = path / "_delta_log"
+    first = [json.loads(line)["add"] for line in (log / f"{1:020d}.json").read_text().splitlines()[:PARTITIONS + 1]
+             if line.startswith('{"add"')]
+    a, b = first[0], first[PARTITIONS]  # the same partition
+    now = int(time.time() * 1000)
+    version = max(int(f.name[:20]) for f in log.glob("*.json")) + 1
+    lines = [{"commitInfo": {"timestamp": now, "operation": "OPTIMIZE"}}]
+    lines += [{"remove": {"path": f["path"], "deletionTimestamp": now, "dataChange": False,
+                          "partitionValues": f["partitionValues"], "size": f["size"]}} for f in (a, b)]
+    lines.append({"add": {"path": a["path"].rsplit("/", 1)[0] + "/part-compacted.c000.snappy.parquet",
+                          "partitionValues": a["partitionValues"], "size": a["size"] + b["size"],
+                          "modificationTime": now, "dataChange": False, "stats": json.dumps({"numRecords": 2000})}})
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
 
 
 def cached_table(base: Path, n: int) -> Path:
