@@ -54,10 +54,11 @@ def _reason(uri: str, e: Exception) -> str:
 
 #: delta-rs links its own jemalloc, which by default keeps freed pages for ~10 s. Python's allocator
 #: cannot reuse them, so a plan's peak memory was delta-rs' transient log replay *plus* the planner's.
-#: Returning freed pages at once cut the peak at 1M files from 1.2 GiB to 0.77 GiB (bench/plan_scale.py),
-#: but returning them *at once* (0 ms) made every page jemalloc reuses fault in again: a 200,000-file plan
-#: took 1.72-1.91 s with 0 ms and 1.51-1.66 s with 100 ms, at the same peak memory at 1M files (about 2.05
-#: GiB, whole `compactor plan`; 2.35-2.42 GiB with jemalloc's default 10 s). docs/plan-benchmarks.md.
+#: Returning freed pages at once (0 ms) cut the peak at 1M files from 1.2 GiB to 0.77 GiB, but every page
+#: jemalloc reuses then faults in again: after 100 ms, a whole `compactor plan` of 200,000 files takes
+#: 1.33 s instead of 1.52 s and of 1M files 3.8-4.5 s instead of 5.2-5.4 s, for a peak 7-15% higher
+#: (1M files: 1,023-1,180 MiB instead of 964-1,009). A user's own _RJEM_MALLOC_CONF wins (set
+#: ``dirty_decay_ms:0,muzzy_decay_ms:0`` for the lower peak). docs/plan-benchmarks.md.
 JEMALLOC_CONF = "dirty_decay_ms:100,muzzy_decay_ms:100"
 
 
