@@ -115,3 +115,32 @@ def test_only_plain_paths_skip_the_parse() -> None:
     assert kinds == {"plain.parquet": LoggedAction, 'with"quote.parquet': dict, "spaced.parquet": LoggedAction,
                      "late.parquet": dict}
     assert [a["size"] for a in c.adds.values()] == [1, 2, 3, 4]
+
+
+# ----------------------------------------------------------------- may a commit be a rewrite (unparsed)
+
+change_values = st.sampled_from([True, False, None, 0, 1, "", "false", [], {}, 0.0]) | json_values
+key_spellings = st.sampled_from(["dataChange", "data\\u0043hange", "\\u0064ataChange"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "remove", "commitInfo"]), paths, st.booleans(), change_values,
+                          key_spellings, st.sampled_from([(",", ":"), (", ", ": "), (",", " : ")]), st.booleans(),
+                          json_values), min_size=1, max_size=5))
+def test_a_commit_called_no_rewrite_parses_to_no_rewrite(lines: list) -> None:
+    """detection.may_rewrite reads the raw text: whatever it calls safe (False) must parse to a commit that
+    is no rewrite (no adds and removes, or one of them changes data), whatever the dataChange values (any
+    JSON type), the key's spelling (escapes), the spacing or the other fields (a nested "dataChange" too)."""
+    from compactor.formats.delta.detection import may_rewrite
+
+    text = []
+    for kind, path, has_key, value, key, separators, ascii_only, extra in lines:
+        fields: dict = {"path": path, "size": 1, "extra": {"dataChange": extra}}
+        if has_key:
+            fields["KEY"] = value
+        line = json.dumps({kind: fields}, separators=separators, ensure_ascii=ascii_only)
+        text.append(line.replace('"KEY"', f'"{key}"', 1))
+    commit_text = "\n".join(text) + "\n"
+    c = parse_commit(1, commit_text)
+    if not may_rewrite(commit_text):
+        assert not (c.adds or c.removes) or c.data_change, commit_text
