@@ -144,9 +144,9 @@ def test_may_rewrite_is_true_wherever_an_action_may_say_it_changes_no_data(line:
         assert not c.adds or c.data_change
 
 
-def test_a_rewrite_far_back_in_the_window_has_the_newer_batches_read_again(tmp_path: Path) -> None:
-    """The window is read newest first, 16 commits at a time, and batches without a possible rewrite are
-    dropped: a rewrite 40 commits back makes the whole window parsed, the dropped batches read again."""
+def test_a_rewrite_far_back_in_the_window_has_the_newer_commits_read_again(tmp_path: Path) -> None:
+    """The window is read newest first and commits that cannot be a rewrite are dropped until one may be:
+    a rewrite 40 commits back makes the whole window parsed, the dropped commits read again."""
     for i in range(3):
         _append(tmp_path, i + 1)
     assert DeltaTable(str(tmp_path)).optimize.compact()["numFilesRemoved"] == 3

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Generator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from itertools import islice
 
 from compactor.formats.delta.duplicates import Lineage, analyse, describe
 from compactor.formats.delta.log import Commit, commits_after, num_records, parse_commit, read_commit_text
@@ -81,13 +83,32 @@ class NewestWindow:
     commits: dict[int, Commit] | None
 
 
+def _texts_newest_first(table: TableLocation, versions: list[int]) -> Generator[tuple[int, str | None], None, None]:
+    """The raw commits of ``versions`` in that order, fetched ``_READERS`` at a time with at most twice
+    that many in flight (fetched ahead, not held: a window of large commits is never all in memory)."""
+    pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="delta-log")
+    try:
+        ahead: deque[tuple[int, Future[str | None]]] = deque()
+        todo = iter(versions)
+        for v in islice(todo, 2 * _READERS):
+            ahead.append((v, pool.submit(read_commit_text, table, v)))
+        while ahead:
+            v, fetched = ahead.popleft()
+            text = fetched.result()
+            for nxt in islice(todo, 1):
+                ahead.append((nxt, pool.submit(read_commit_text, table, nxt)))
+            yield v, text
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> NewestWindow | None:
     """The window ``read_window`` reads up to the newest commit listed now: planning reads it while
     delta-rs loads the table's state (it releases the GIL) and replays it there when the state is at that
-    version (a commit never changes once written). Read newest first, ``_READERS`` commits at a time; a
-    batch in which no commit may be a rewrite (``may_rewrite``) is dropped once scanned, so a window of
-    appends, DELETEs and MERGEs, which can hold no anomaly, is never held or parsed whole. Once one commit
-    may be a rewrite, the whole window is parsed (the dropped batches read again). None when the log cannot
+    version (a commit never changes once written). Read newest first; a commit that cannot be a rewrite
+    (``may_rewrite``) is dropped once scanned until one that may be is found, so a window of appends,
+    DELETEs and MERGEs, which can hold no anomaly, is never held or parsed whole. Once one commit may be a
+    rewrite, the whole window is parsed (the dropped newer commits read again). None when the log cannot
     be listed or read: the window is then read as usual, and reports any error itself."""
     try:
         found, _ = storage_for(table.uri, table.storage_options).list_dir("_delta_log")
@@ -99,25 +120,20 @@ def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> Ne
         versions = list(range(newest, max(0, newest - max(1, horizon) + 1) - 1, -1))
         kept: dict[int, str] = {}
         dropped: list[int] = []
-        for i in range(0, len(versions), _READERS):
-            batch = versions[i:i + _READERS]
-            texts = _read_texts(table, batch)
-            run: dict[int, str] = {}
-            for v in batch:  # the run ends at a commit that is not there (cleaned up)
-                text = texts[v]
-                if text is None:
+        texts = _texts_newest_first(table, versions)
+        try:
+            for v, text in texts:
+                if text is None:  # the run ends at a commit that is not there (cleaned up)
                     break
-                run[v] = text
-            if kept or any(may_rewrite(text) for text in run.values()):
-                kept.update(run)
-            else:
-                dropped += run
-            if len(run) < len(batch):
-                break
+                if kept or may_rewrite(text):
+                    kept[v] = text
+                else:
+                    dropped.append(v)
+        finally:
+            texts.close()
         if not kept:
             return NewestWindow(newest, None)
-        again = _read_texts(table, dropped)  # newer than what is kept: never cleaned up before it
-        for v, text in again.items():
+        for v, text in _read_texts(table, dropped).items():  # newer than what is kept: not cleaned up before it
             if text is None:
                 return None
             kept[v] = text
