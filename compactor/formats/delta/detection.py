@@ -38,12 +38,29 @@ _READERS = 16
 # ----------------------------------------------------------------------------- reading the window
 
 
+def _texts_in_order(table: TableLocation, versions: list[int]) -> Generator[tuple[int, str | None], None, None]:
+    """The raw commits of ``versions`` (None: not there) in that order, fetched ``_READERS`` at a time
+    with at most twice that many in flight (fetched ahead, not held: a caller that drops what it has read
+    never holds a window of large commits whole)."""
+    pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="delta-log")
+    try:
+        ahead: deque[tuple[int, Future[str | None]]] = deque()
+        todo = iter(versions)
+        for v in islice(todo, 2 * _READERS):
+            ahead.append((v, pool.submit(read_commit_text, table, v)))
+        while ahead:
+            v, fetched = ahead.popleft()
+            text = fetched.result()
+            for nxt in islice(todo, 1):
+                ahead.append((nxt, pool.submit(read_commit_text, table, nxt)))
+            yield v, text
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _read_texts(table: TableLocation, versions: list[int]) -> dict[int, str | None]:
-    """The raw commits of ``versions`` (None: not there), fetched ``_READERS`` at a time."""
-    if not versions:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(_READERS, len(versions)), thread_name_prefix="delta-log") as pool:
-        return dict(zip(versions, pool.map(lambda v: read_commit_text(table, v), versions)))
+    """The raw commits of ``versions`` (None: not there), by version."""
+    return dict(_texts_in_order(table, versions))
 
 
 def _read_commits(table: TableLocation, versions: list[int],
@@ -83,25 +100,6 @@ class NewestWindow:
     commits: dict[int, Commit] | None
 
 
-def _texts_newest_first(table: TableLocation, versions: list[int]) -> Generator[tuple[int, str | None], None, None]:
-    """The raw commits of ``versions`` in that order, fetched ``_READERS`` at a time with at most twice
-    that many in flight (fetched ahead, not held: a window of large commits is never all in memory)."""
-    pool = ThreadPoolExecutor(max_workers=_READERS, thread_name_prefix="delta-log")
-    try:
-        ahead: deque[tuple[int, Future[str | None]]] = deque()
-        todo = iter(versions)
-        for v in islice(todo, 2 * _READERS):
-            ahead.append((v, pool.submit(read_commit_text, table, v)))
-        while ahead:
-            v, fetched = ahead.popleft()
-            text = fetched.result()
-            for nxt in islice(todo, 1):
-                ahead.append((nxt, pool.submit(read_commit_text, table, nxt)))
-            yield v, text
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
 def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> NewestWindow | None:
     """The window ``read_window`` reads up to the newest commit listed now: planning reads it while
     delta-rs loads the table's state (it releases the GIL) and replays it there when the state is at that
@@ -120,7 +118,7 @@ def newest_window(table: TableLocation, *, horizon: int = DEFAULT_HORIZON) -> Ne
         versions = list(range(newest, max(0, newest - max(1, horizon) + 1) - 1, -1))
         kept: dict[int, str] = {}
         dropped: list[int] = []
-        texts = _texts_newest_first(table, versions)
+        texts = _texts_in_order(table, versions)
         try:
             for v, text in texts:
                 if text is None:  # the run ends at a commit that is not there (cleaned up)
