@@ -198,9 +198,11 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
     sub_keys = keys.take(idx)
     # arrow's sort is stable (log order kept inside a partition) and orders UTF-8 like Python's str;
     # bin-packing takes a partition's files in ascending size (equal sizes in log order): sorted here
-    by = [("k", "ascending")] + ([("size", "ascending")] if c.strategy == "bin_pack" else [])
-    order = idx.take(pc.sort_indices(pa.table({"k": sub_keys, "size": files.column("size_bytes").take(idx)}),
-                                     sort_keys=by))
+    if c.strategy == "bin_pack":
+        by = pa.table({"k": sub_keys, "size": files.column("size_bytes").take(idx)})
+        order = idx.take(pc.sort_indices(by, sort_keys=[("k", "ascending"), ("size", "ascending")]))
+    else:
+        order = idx.take(pc.sort_indices(sub_keys))
     counts = {row["k"]: row["k_count"] for row in pa.table({"k": sub_keys}).group_by("k").aggregate(
         [("k", "count")]).to_pylist()}
     paths = files.column("path").take(order).to_pylist()
