@@ -6,8 +6,9 @@ The bins of a call (a commit group) are written by ONE Spark job into the first 
 staging folder, partitioned by the bin's index, so bin i's file is the one under ``__compactor_bin=i``
 whatever task wrote it; each is moved to its final, unique name and verified against its inputs. The job
 reads all the group's files in one scan, tags each row with its file's bin (by file name, Spark's
-``_metadata.file_name``, looked up in a map of the group's names) and hash-partitions the rows by bin: a
-task per bin, up to two per task slot of the session (a task then writes several bins' files). Where a
+``_metadata.file_name``, looked up in a map of the group's names: ``bin_map``) and hash-partitions the
+rows by bin: a task per bin, up to two per task slot of the session (a task then writes several bins'
+files). The inputs' footers are read while Spark writes. Where a
 file name repeats within the group, or the table has a column named ``_metadata``, the bins are instead
 the partitions of a union of one read per bin (Spark 4 merges a union of single-partition children into
 one partition, ``spark.sql.unionOutputPartitioning``, so that write turns it off). One scan instead of a
@@ -22,6 +23,7 @@ pyspark is imported lazily.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import threading
@@ -83,6 +85,18 @@ def file_name(location: str) -> str:
 
 def _sql_literal(value: str | None) -> str:
     return "NULL" if value is None else "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def bin_map(names: Sequence[Sequence[str]]) -> str:
+    """A SQL expression of the map from each file name to its bin's index (``names[i]``: bin i's names).
+    One JSON string literal read by ``from_json``, folded to a constant as the query is optimized: the
+    parser reads one token instead of a map literal of two per file (a cold session parsed a 1,000-name
+    literal in about 0.3 s more, docs/benchmarks.md). A join would broadcast a table of names, which Spark
+    collects in a job of its own. A name of no bin has none (NULL): its rows land outside every bin."""
+    import json
+
+    text = json.dumps({n: i for i, ns in enumerate(names) for n in ns}, ensure_ascii=False, separators=(",", ":"))
+    return f"from_json({_sql_literal(text)}, 'map<string,int>')"
 
 
 def partition_predicate(partition: Mapping[str, str | None]) -> str | None:
@@ -216,27 +230,25 @@ class SparkEngine:
                             on_done: Callable[[BinJob, WrittenFile], None] | None) -> dict[str, WrittenFile]:
         """The group's bins written by one Spark job; by output location, every bin Spark wrote a file for
         (a bin of no rows gets none: its caller writes it on its own)."""
-        footers = [self._input_footers(job, schema) for job in jobs]
+        from concurrent.futures import ThreadPoolExecutor
+
         stage = jobs[0].staging
         conf = dict(GROUP_WRITE_CONF)
         if not any(is_remote(i) for job in jobs for i in job.inputs):
             conf.update(LOCAL_LISTING_CONF)
-        with _GROUP_WRITE_LOCK:  # the settings are the session's: one group write at a time changes them
-            before = {k: self.spark.conf.get(k, None) for k in conf}
-            for k, v in conf.items():
-                self.spark.conf.set(k, v)
+        # the inputs' footers are read while Spark writes (about 0.3 s per 1,000 local files, before the job
+        # until this was measured); a renamed column they reveal still fails the group before anything is
+        # committed, and what Spark wrote is deleted
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-footers") as pool:
+            reading = pool.submit(lambda: [self._input_footers(job, schema) for job in jobs])
+            self._write_group(jobs, spark_schema, stage, conf)
+            fs, staging = filesystem(stage, self.storage_options)
             try:
-                frame = self._group_frame(jobs, spark_schema)
-                # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists"
-                frame.write.options(**WRITE_OPTIONS).partitionBy(BIN_COLUMN).mode("error").parquet(
-                    self.hadoop_path(stage))
-            finally:
-                for k, v in before.items():
-                    if v is None:
-                        self.spark.conf.unset(k)
-                    else:
-                        self.spark.conf.set(k, v)
-        fs, staging = filesystem(stage, self.storage_options)
+                footers = reading.result()
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    fs.delete_dir(staging)
+                raise
         expected = {f"{BIN_COLUMN}={i}" for i in range(len(jobs))}
         strays = [i.path for i in fs.get_file_info(pafs.FileSelector(staging, allow_not_found=True))
                   if i.type == pafs.FileType.Directory and posixpath.basename(i.path) not in expected]
@@ -255,6 +267,24 @@ class SparkEngine:
         fs.delete_dir(staging)
         return out
 
+    def _write_group(self, jobs: Sequence[BinJob], spark_schema: Any, stage: str, conf: Mapping[str, str]) -> None:
+        """The group's one Spark job, with the session settings ``conf`` for its duration."""
+        with _GROUP_WRITE_LOCK:  # the settings are the session's: one group write at a time changes them
+            before = {k: self.spark.conf.get(k, None) for k in conf}
+            for k, v in conf.items():
+                self.spark.conf.set(k, v)
+            try:
+                frame = self._group_frame(jobs, spark_schema)
+                # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists"
+                frame.write.options(**WRITE_OPTIONS).partitionBy(BIN_COLUMN).mode("error").parquet(
+                    self.hadoop_path(stage))
+            finally:
+                for k, v in before.items():
+                    if v is None:
+                        self.spark.conf.unset(k)
+                    else:
+                        self.spark.conf.set(k, v)
+
     def _group_frame(self, jobs: Sequence[BinJob], spark_schema: Any) -> Any:
         """The group's rows with their bin's index in BIN_COLUMN, a bin's rows all in one partition: one
         scan of every file, tagged by file name, hash-partitioned by bin; a union of one read per bin where
@@ -270,11 +300,8 @@ class SparkEngine:
             frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}")
                       for i, job in enumerate(jobs)]
             return reduce(lambda a, b: a.union(b), frames)
-        # the bin of each file name as a map literal in the query (a join would broadcast a table of names, which
-        # Spark collects in a job of its own); a name of no bin has none (NULL): its rows land outside every bin
-        pairs = ", ".join(f"{_sql_literal(n)}, {i}" for i, ns in enumerate(names) for n in ns)
         rows = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for job in jobs for i in job.inputs))
-        return (rows.selectExpr("*", f"try_element_at(map({pairs}), _metadata.file_name) AS {BIN_COLUMN}")
+        return (rows.selectExpr("*", f"try_element_at({bin_map(names)}, _metadata.file_name) AS {BIN_COLUMN}")
                 .repartition(self._write_tasks(len(jobs)), BIN_COLUMN))
 
     def _write_tasks(self, bins: int) -> int:

@@ -141,3 +141,37 @@ def test_a_group_of_more_files_than_the_name_map_takes_takes_the_union(spark, tm
     assert run.ok, [r.error for r in run.results]
     assert len(per_bin) == 4 and _jobs(spark) - before == 1
     exactly_once(t, n)
+
+
+def test_the_name_map_reads_back_every_name_and_is_folded_to_a_constant(spark) -> None:
+    """File names with quotes, backslashes, commas, colons, braces and non-ASCII letters map to their bins
+    exactly; the optimized plan holds the map as a literal (from_json is evaluated once, not per row)."""
+    from compactor.engines.spark import bin_map
+
+    names = [["part-0.parquet", "it's \"odd\".parquet"], ["back\\slash,comma:colon{}.parquet", "été.parquet"]]
+    frame = spark.range(1).selectExpr(f"{bin_map(names)} AS m")
+    assert frame.collect()[0].m == {n: i for i, ns in enumerate(names) for n in ns}
+    optimized = frame._jdf.queryExecution().optimizedPlan().toString().lower()
+    assert "from_json" not in optimized and "jsontostructs" not in optimized, optimized
+
+
+def test_a_group_with_a_file_that_predates_a_rename_fails_and_leaves_no_staging(spark, tmp_path: Path) -> None:
+    """The group's footers are read while Spark writes: a file holding `id` where the table says
+    `user_id` still fails the group (nothing is returned to commit), and what Spark wrote is deleted."""
+    from compactor.engines.base import BinJob
+    from compactor.errors import VerificationError
+
+    def write(name: str, column: str) -> str:
+        pq.write_table(pa.table({column: pa.array([1, 2], pa.int64())}), tmp_path / name)
+        return str(tmp_path / name)
+
+    stage = tmp_path / "_compactor_staging_x"
+    jobs = [BinJob((write("a.parquet", "user_id"), write("b.parquet", "user_id")), str(tmp_path / "out0.parquet"),
+                   str(stage)),
+            BinJob((write("c.parquet", "id"), write("d.parquet", "user_id")), str(tmp_path / "out1.parquet"),
+                   str(tmp_path / "_compactor_staging_y"))]
+    before = _jobs(spark)
+    with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):
+        SparkEngine(Target(engine="spark")).rewrite(jobs, pa.schema([("user_id", pa.int64())]))
+    assert _jobs(spark) - before == 1  # Spark wrote the group (the footers were read beside it)
+    assert not stage.exists() and not (tmp_path / "out0.parquet").exists() and not (tmp_path / "out1.parquet").exists()
