@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 REQUIRED_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+#: the driver JVM's options (a class archive's go first: engines/spark_class_archive.py)
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: what the Delta jars need in a session (both are static: they must be set before the session starts)
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -80,12 +82,25 @@ def _start(master: str, app_name: str, conf: Mapping[str, str], packages: Sequen
     from compactor.engines.spark_jars import forget, remember
 
     builder, resolve, key, remembered = _builder(master, app_name, conf, packages, delta)
+    use, user_options = _class_archive(builder)
     try:
         session = builder.getOrCreate()
     except Exception:
         if remembered and key is not None:
             forget(key)
-        raise
+        if not use.options:
+            raise
+        # the archive may be damaged (a truncated one crashes the JVM): gone, and one start without it
+        from compactor.engines.spark_class_archive import failed
+
+        failed(use)
+        log.warning("the Spark driver did not start with its class archive (deleted; made again later); "
+                    "starting it without")
+        session = builder.config(JAVA_OPTIONS, user_options or "").getOrCreate()
+    else:
+        from compactor.engines.spark_class_archive import started
+
+        started(use, getattr(getattr(session.sparkContext._gateway, "proc", None), "pid", None))
     if remembered and key is not None and delta and not delta_jars_available(session):
         forget(key)  # the remembered jars did not load Delta (changed in place?): the next start resolves
         session.stop()
@@ -94,6 +109,25 @@ def _start(master: str, app_name: str, conf: Mapping[str, str], packages: Sequen
     if key is not None and not remembered and got.get("spark.jars.packages", None) == resolve:
         remember(key, got.get("spark.jars", ""))
     return session
+
+
+def _class_archive(builder: Any) -> tuple[Any, str | None]:
+    """The class archive a new driver JVM gets (engines/spark_class_archive.py), its options put in the
+    builder before the user's own; and the user's own options. Nothing when this process already runs a
+    JVM (a new session's Java options would not reach it) or the builder keeps its settings elsewhere."""
+    from pyspark import SparkContext
+
+    from compactor.engines.spark_class_archive import NONE, for_session, with_options
+
+    options = getattr(builder, "_options", None)
+    if SparkContext._gateway is not None or not isinstance(options, dict):
+        return NONE, None
+    conf = {str(k): str(v) for k, v in options.items()}
+    user = conf.get(JAVA_OPTIONS)
+    use = for_session(conf)
+    if use.options:
+        builder.config(JAVA_OPTIONS, with_options(use, user))
+    return use, user
 
 
 #: where the JVM's own output goes (Ivy resolution, log4j, stage progress): set by the CLI to
