@@ -11,8 +11,8 @@ How an archive comes to be, so that a run that could never use one pays nothing:
 - a start that finds that note (the cache folder outlived a run: an ephemeral container never gets here)
   makes one, unless another process is making it (``<key>.making``, created exclusively, names the file
   being made and the JVM's pid): its driver runs with ``-XX:ArchiveClassesAtExit=<key>.<pid>.part`` and
-  writes the classes it loaded as it exits, after compactor is done (about 10 s; that run starts about
-  6 s slower, measured in docs/benchmarks.md);
+  writes the classes it loaded as it exits, after compactor is done (about 10 s; that run itself is about
+  10 s slower, measured in docs/benchmarks.md);
 - a later start renames a finished ``.part`` to ``<key>-<its size>.jsa``: finished means its header is there, which
   the JDK writes last (a JVM killed while writing leaves zeros there: tests/engines/
   test_spark_class_archive.py). One whose maker is gone unfinished is deleted and made again later;
@@ -24,7 +24,9 @@ How an archive comes to be, so that a run that could never use one pays nothing:
 
 The key: the java binary and the pyspark installation (paths, sizes, modification times), the
 ``spark.jars`` and ``spark.driver.extraClassPath`` of the session (each local jar's size and modification
-time). The JVM's CDS messages are turned off (``-Xlog:cds*=off``) and its other output (a crash's summary)
+time), and what of the JVM's settings an archive must agree with: the driver's memory and the user's
+``-XX:`` and ``-Xm`` options (the garbage collector, compressed pointers, the heap); not ``-D`` or
+``-Xlog`` options. The JVM's CDS messages are turned off (``-Xlog:cds*=off``) and its other output (a crash's summary)
 goes to stderr: it would print them on stdout.
 
 Off: ``COMPACTOR_SPARK_CLASS_ARCHIVE=0``, or any ``-Xshare`` or archive option in the session's
@@ -101,6 +103,8 @@ def archive_key(conf: Mapping[str, str]) -> str:
     java = _java()
     parts: list[object] = [_stat(java) if java else None, pyspark.__version__, _stat(jars_dir),
                            os.environ.get("SPARK_HOME"), os.environ.get("SPARK_DIST_CLASSPATH")]
+    flags = [o for o in (conf.get(JAVA_OPTIONS) or "").split() if o.startswith(("-XX:", "-Xm"))]
+    parts += [conf.get("spark.driver.memory"), flags]
     for k in ("spark.jars", "spark.driver.extraClassPath"):
         value = conf.get(k) or ""
         parts.append([_stat(j.strip().removeprefix("file:")) for j in value.replace(os.pathsep, ",").split(",")

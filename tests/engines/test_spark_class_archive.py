@@ -112,6 +112,11 @@ def test_the_key_follows_the_class_path(cache: Path, tmp_path: Path) -> None:
     assert key != ca.archive_key({"spark.driver.extraClassPath": str(jar)})
     os.utime(jar, ns=(0, 0))
     assert ca.archive_key({"spark.jars": f"file:{jar}"}) != key
+    # the JVM settings an archive must agree with are in the key; properties and logging are not
+    plain = ca.archive_key({})
+    assert ca.archive_key({ca.JAVA_OPTIONS: "-Dx=1 -Xlog:class+load=info"}) == plain
+    assert ca.archive_key({ca.JAVA_OPTIONS: "-XX:+UseParallelGC"}) != plain
+    assert ca.archive_key({"spark.driver.memory": "8g"}) != plain
 
 
 # ----------------------------------------------------------------- real driver JVMs
