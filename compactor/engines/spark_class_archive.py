@@ -156,6 +156,8 @@ def _finished(part: Path) -> bool:
 def _alive(pid: object) -> bool:
     if not isinstance(pid, int) or pid <= 0:
         return False
+    if os.name != "posix":  # signal 0 would terminate it on Windows: taken as alive until its claim is stale
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
