@@ -58,7 +58,7 @@ LOCAL_LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": 
 #: the write's own option: each task's file is moved into the staging folder when the task commits (the
 #: job's commit then moves nothing); the staging folder is compactor's own, read back file by file
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2"}
-#: the most files a group's one scan tags by name: Spark looks a name up in a map literal by comparing it
+#: the most files a group's one scan tags by name: Spark looks a name up in the map (bin_map) by comparing it
 #: with each key in turn, for every row, so a group of more files is written as the union of one read per
 #: bin (at 1,000 names, 100 bins of 250,000 rows on local[2]: 5.5-7.7 s with the map against 4.9-6.0 s
 #: with a join, which needs a job of its own; measured in docs/benchmarks.md)
