@@ -26,8 +26,8 @@ The key: the java binary and the pyspark installation (paths, sizes, modificatio
 ``spark.jars`` and ``spark.driver.extraClassPath`` of the session (each local jar's size and modification
 time), and what of the JVM's settings an archive must agree with: the driver's memory and the user's
 ``-XX:`` and ``-Xm`` options (the garbage collector, compressed pointers, the heap); not ``-D`` or
-``-Xlog`` options. The JVM's CDS messages are turned off (``-Xlog:cds*=off``) and its other output (a crash's summary)
-goes to stderr: it would print them on stdout.
+``-Xlog`` options. The JVM's CDS messages are turned off (``-Xlog:cds*=off``) and the VM's own output goes to stderr
+(``-XX:+DisplayVMOutputToStderr``): it would print them on stdout. A crash's summary still goes to stdout.
 
 Off: ``COMPACTOR_SPARK_CLASS_ARCHIVE=0``, or any ``-Xshare`` or archive option in the session's
 ``spark.driver.extraJavaOptions`` (nothing is added then; the user's options always come after ours), or
@@ -53,8 +53,8 @@ OFF_ENV = "COMPACTOR_SPARK_CLASS_ARCHIVE"
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 #: the first bytes of a finished dynamic archive (the JDK's dynamic-archive magic, 0xf00baba8, little-endian)
 FINISHED_MAGIC = bytes.fromhex("a8ab0bf0")
-#: the JVM's own messages about archives, off, and what else the JVM prints (a crash's summary) on stderr:
-#: stdout may be a plan or JSON
+#: the JVM's own messages about archives, off, and the VM's other output on stderr (not a crash's summary:
+#: the JVM prints that on stdout regardless): stdout may be a plan or JSON
 QUIET = "-Xlog:cds*=off -Xlog:class+path*=off -XX:+DisplayVMOutputToStderr"
 #: options of the user's that decide sharing themselves: then compactor adds nothing
 USER_SHARING = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "DumpLoadedClassList", "SharedClassListFile")
