@@ -12,10 +12,13 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings
+
+if TYPE_CHECKING:
+    from compactor.engines.spark_class_archive import ArchiveUse
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +114,7 @@ def _start(master: str, app_name: str, conf: Mapping[str, str], packages: Sequen
     return session
 
 
-def _class_archive(builder: Any) -> tuple[Any, str | None]:
+def _class_archive(builder: Any) -> tuple[ArchiveUse, str | None]:
     """The class archive a new driver JVM gets (engines/spark_class_archive.py), its options put in the
     builder before the user's own; and the user's own options. Nothing when this process already runs a
     JVM (a new session's Java options would not reach it) or the builder keeps its settings elsewhere."""
