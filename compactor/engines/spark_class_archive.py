@@ -10,12 +10,13 @@ How an archive comes to be, so that a run that could never use one pays nothing:
 - a start that finds no archive for its key (below) only notes that it saw the key (``<key>.seen``);
 - a start that finds that note (the cache folder outlived a run: an ephemeral container never gets here)
   makes one, unless another process is making it (``<key>.making``, created exclusively, names the file
-  being made and the JVM's pid): its driver runs with ``-XX:ArchiveClassesAtExit=<key>.<pid>.part`` and
+  being made and the JVM, as runtime/liveness.py names a process): its driver runs with ``-XX:ArchiveClassesAtExit=<key>.<pid>.part`` and
   writes the classes it loaded as it exits, after compactor is done (about 10 s; that run itself is about
   10 s slower, measured in docs/benchmarks.md);
 - a later start renames a finished ``.part`` to ``<key>-<its size>.jsa``: finished means its header is there, which
   the JDK writes last (a JVM killed while writing leaves zeros there: tests/engines/
-  test_spark_class_archive.py). One whose maker is gone unfinished is deleted and made again later;
+  test_spark_class_archive.py). One whose maker is provably gone unfinished (or whose claim is an hour
+  old) is deleted and made again later;
 - a start with an archive passes ``-XX:SharedArchiveFile``. The JVM checks it against its own build and
   the class path's jars, and a class of any other loader against its class file; on a mismatch classes
   load as usual. A cut archive crashes the JVM as it maps it (a truncated copy did): one whose size is not
@@ -47,6 +48,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from compactor.engines.spark_jars import local_stat
+from compactor.runtime.liveness import identity_of, provably_dead
 from compactor.runtime.user_cache import cache_dir
 
 OFF_ENV = "COMPACTOR_SPARK_CLASS_ARCHIVE"
@@ -60,7 +63,8 @@ QUIET = "-Xlog:cds*=off -Xlog:class+path*=off -XX:+DisplayVMOutputToStderr"
 USER_SHARING = ("-Xshare", "SharedArchiveFile", "ArchiveClassesAtExit", "DumpLoadedClassList", "SharedClassListFile")
 #: archives kept (the newest)
 KEEP = 2
-#: a claim older than this whose maker still seems alive is taken to be stale (its pid reused)
+#: a claim older than this is taken to be stale, its maker's end unprovable (another PID namespace, no
+#: /proc) or never reached
 CLAIM_STALE_S = 3600.0
 
 
@@ -81,14 +85,6 @@ def folder() -> Path:
     return cache_dir() / "spark-classes"
 
 
-def _stat(path: str) -> list[object]:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [path, None]
-    return [path, st.st_size, st.st_mtime_ns]
-
-
 def _java() -> str | None:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
@@ -101,13 +97,13 @@ def archive_key(conf: Mapping[str, str]) -> str:
 
     jars_dir = os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "jars")
     java = _java()
-    parts: list[object] = [_stat(java) if java else None, pyspark.__version__, _stat(jars_dir),
-                           os.environ.get("SPARK_HOME"), os.environ.get("SPARK_DIST_CLASSPATH")]
+    parts: list[object] = [java, local_stat(java) if java else None, pyspark.__version__, jars_dir,
+                           local_stat(jars_dir), os.environ.get("SPARK_HOME"), os.environ.get("SPARK_DIST_CLASSPATH")]
     flags = [o for o in (conf.get(JAVA_OPTIONS) or "").split() if o.startswith(("-XX:", "-Xm"))]
     parts += [conf.get("spark.driver.memory"), flags]
     for k in ("spark.jars", "spark.driver.extraClassPath"):
         value = conf.get(k) or ""
-        parts.append([_stat(j.strip().removeprefix("file:")) for j in value.replace(os.pathsep, ",").split(",")
+        parts.append([[j.strip(), local_stat(j.strip())] for j in value.replace(os.pathsep, ",").split(",")
                       if j.strip()])
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
 
@@ -153,20 +149,6 @@ def _finished(part: Path) -> bool:
         return False
 
 
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    if os.name != "posix":  # signal 0 would terminate it on Windows: taken as alive until its claim is stale
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
-
-
 def _read_claim(claim: Path) -> dict[str, object] | None:
     try:
         data = json.loads(claim.read_text(encoding="utf-8"))
@@ -205,10 +187,9 @@ def settle(where: Path, key: str) -> None:
         return
     started = data.get("at")
     stale = not isinstance(started, (int, float)) or time.time() - started > CLAIM_STALE_S
-    if _alive(data.get("pid")) and not stale:
-        return  # still running, or writing it now
-    if data.get("pid") is None and not stale:
-        return  # its JVM is starting
+    maker = data.get("maker")
+    if not stale and not (isinstance(maker, str) and provably_dead(maker)):
+        return  # its JVM is starting, still running, writing it now, or in a place this process cannot see
     _unlink(part, claim)
 
 
@@ -274,6 +255,7 @@ def started(use: ArchiveUse, jvm_pid: int | None) -> None:
     if data is None:
         return
     data["pid"] = jvm_pid
+    data["maker"] = identity_of(jvm_pid) if jvm_pid is not None else None
     tmp = use.claim.with_name(use.claim.name + f".{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(data), encoding="utf-8")

@@ -35,7 +35,7 @@ def resolution_key(packages: str, conf: Mapping[str, str]) -> str:
     return json.dumps([packages, pyspark.__version__, *(conf.get(k) for k in _KEY_CONF)])
 
 
-def _stat(uri: str) -> list[int] | None:
+def local_stat(uri: str) -> list[int] | None:
     """[size, modification time in ns] of a local jar (a path or a ``file:`` URI); None for anything else."""
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file") or parsed.netloc not in ("", "localhost"):
@@ -65,7 +65,7 @@ def resolved_jars(key: str) -> str | None:
     for item in entry:
         if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)):
             return None
-        if _stat(item[0]) != item[1:]:
+        if local_stat(item[0]) != item[1:]:
             return None
         uris.append(item[0])
     return ",".join(uris)
@@ -83,7 +83,7 @@ def remember(key: str, jars: str) -> None:
     or when the cache folder cannot be written)."""
     items = []
     for uri in filter(None, (j.strip() for j in jars.split(","))):
-        st = _stat(uri)
+        st = local_stat(uri)
         if st is None:
             return
         items.append([uri, *st])
