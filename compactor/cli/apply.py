@@ -14,6 +14,7 @@ from compactor.cli.common import (
     debug_option,
     fail_on_empty_option,
     handle_errors,
+    lean_imports,
     plan_key,
     prepare_output,
     project_options,
@@ -61,11 +62,11 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                                   "--require-signature")
         key = plan_key("--require-signature")
     plan_obj = None
-    compiled = None
+    compiled = api.compile_project(options)
+    lean_imports(compiled.target)
     if plan_file is None:
         from compactor.output.plan_render import render_text
 
-        compiled = api.compile_project(options)
         if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
             return exit_codes.FAILURE
         plan_obj = api.plan(options, compiled=compiled)

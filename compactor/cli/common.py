@@ -17,7 +17,7 @@ import yaml
 
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
-from compactor.project.model import ProjectOptions
+from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.secrets import install_log_redaction, redact
 
 
@@ -102,6 +102,14 @@ class _NoTracebackFormatter(logging.Formatter):
             return super().format(record)
         finally:
             record.exc_info, record.exc_text, record.stack_info = saved
+
+
+def lean_imports(target: Target) -> None:
+    """A command whose target runs no Spark loads pyarrow without numpy (compactor/runtime/pyarrow_numpy.py)."""
+    if not target.runs_spark:
+        from compactor.runtime.pyarrow_numpy import defer_numpy
+
+        defer_numpy()
 
 
 def _configure_logging(debug: bool) -> None:

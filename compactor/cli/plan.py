@@ -14,6 +14,7 @@ from compactor.cli.common import (
     debug_option,
     fail_on_empty_option,
     handle_errors,
+    lean_imports,
     plan_key,
     prepare_output,
     project_options,
@@ -64,6 +65,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     key = plan_key("--sign") if sign else None
     compiled = api.compile_project(options)
+    lean_imports(compiled.target)
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     if not compiled.policies:

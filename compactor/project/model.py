@@ -77,6 +77,12 @@ class Target:
     #: the catalogs that name tables (profile key ``catalogs``), by name; option values are secrets
     catalogs: Mapping[str, CatalogSettings] = field(default_factory=dict, repr=False)
 
+    @property
+    def runs_spark(self) -> bool:
+        """Whether a command on this target may start or reach Spark: the spark engine, or a Hive catalog
+        (looked up through a SparkSession whatever the engine)."""
+        return self.engine == "spark" or any(c.type == "hive" for c in self.catalogs.values())
+
     def redacted(self) -> dict[str, Any]:
         """A serialisable description without secrets (for plans, results and logs)."""
         return {

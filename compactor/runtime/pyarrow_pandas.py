@@ -42,8 +42,11 @@ _FINDER = _PandasAfterSpark()
 
 
 def defer_pandas() -> None:
-    """Refuse pandas until pyspark is imported (nothing to do when pandas or pyspark is loaded already)."""
-    if "pandas" in sys.modules or "pyspark" in sys.modules or _FINDER in sys.meta_path:
+    """Refuse pandas until pyspark is imported (nothing to do when pandas or pyspark is loaded already, or
+    when ``COMPACTOR_LEAN_IMPORTS=0``)."""
+    import os
+
+    if os.environ.get("COMPACTOR_LEAN_IMPORTS", "1") == "0" or "pandas" in sys.modules or "pyspark" in sys.modules or _FINDER in sys.meta_path:
         return
     sys.meta_path.insert(0, _FINDER)
 
