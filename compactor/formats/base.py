@@ -8,18 +8,18 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from compactor.models.inspect import InspectFindings, InspectSettings
-from compactor.models.report import LogGrowth
 from compactor.models.results import ActionOutcome
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - only annotations here: an apply never loads the inspect and report models
     from compactor.engines.base import RewriteEngine
+    from compactor.models.inspect import InspectFindings, InspectSettings
+    from compactor.models.report import LogGrowth
+    from compactor.models.writer import WriterSettings
     from compactor.project.model import Target
 
 

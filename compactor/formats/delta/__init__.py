@@ -17,18 +17,18 @@ from compactor.formats.base import (
     TableSession,
 )
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
-from compactor.models.inspect import InspectFindings, InspectSettings
-from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.models.writer import WriterSettings
 from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the inspect, report and writer models are loaded by the commands that use them
     from compactor.formats.delta.detection import Detection
     from compactor.formats.delta.log import Commit
+    from compactor.models.inspect import InspectFindings, InspectSettings
+    from compactor.models.report import LogGrowth
+    from compactor.models.writer import WriterSettings
 
 
 def duplicate_facts(table: TableLocation, version: int | None,
@@ -187,6 +187,8 @@ class DeltaFormat:
         return inspect_delta(table, state, policy_given=settings is not None, horizon=horizon)
 
     def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
+        from compactor.models.report import LogGrowth
+
         return LogGrowth()  # the report draws no Delta log
 
     def writer_settings(self, policy: TablePolicy) -> WriterSettings | None:
