@@ -9,7 +9,7 @@ import logging
 import posixpath
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -101,11 +101,11 @@ class _Prepared:
         return out
 
 
-def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema,
-             key: str, *, background: bool) -> _Prepared:
+def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
+             engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool) -> _Prepared:
     """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
     max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
-    bins are rewritten while this one commits)."""
+    bins are rewritten while this one commits). ``inputs``: each action's planned_inputs."""
     uri = ctx.table.path
     jobs: list[BinJob] = []
     outputs: list[str] = []
@@ -123,8 +123,7 @@ def _prepare(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Rewri
     if ctx.on_bin_done is not None:
         report = ctx.on_bin_done
         per_bin = []
-        for a in actions:
-            files = planned_inputs(ctx.state, a, ctx.session if isinstance(ctx.session, DeltaSession) else None)
+        for a, files in zip(actions, inputs):
             per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
         by_output = {j.output: n for j, n in zip(jobs, per_bin)}
 
@@ -196,12 +195,11 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        for a in nxt:
-            planned_inputs(ctx.state, a, session)
+        inputs = [planned_inputs(ctx.state, a, session) for a in nxt]
     except CompactorError:
         return  # its own run reports it
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
+    prepared = _prepare(nxt, inputs, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
@@ -222,7 +220,8 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     marker = ctx.commit_metadata[MARKER]
-    prepared = _take_prepared(ctx, rewrites) or _prepare(rewrites, ctx, engine, schema, marker, background=False)
+    prepared = _take_prepared(ctx, rewrites) or _prepare(rewrites, inputs, ctx, engine, schema, marker,
+                                                                background=False)
     results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()
