@@ -205,10 +205,20 @@ def _unreadable(location: str, e: Exception) -> ApplyError:
 
 def _local_source(path: str) -> tuple[Any, int]:
     """(what to open: the whole file in memory when it is small, else its path; bytes held in memory)."""
-    with open(path, "rb", buffering=0) as f:
-        if os.fstat(f.fileno()).st_size > WHOLE_FILE_BYTES:
+    # a bare descriptor: a file object's set-up is about 4 us of the 12 a small file's read takes
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if size > WHOLE_FILE_BYTES:
             return path, 0
-        data = f.readall()
+        data = os.read(fd, size + 1)
+        if len(data) != size:  # a short read (some network file systems) or a file that changed: to the end
+            rest = [data]
+            while chunk := os.read(fd, 1 << 20):
+                rest.append(chunk)
+            data = b"".join(rest)
+    finally:
+        os.close(fd)
     return pa.BufferReader(data), len(data)
 
 

@@ -170,6 +170,36 @@ def test_inputs_above_the_whole_file_size_are_decoded_from_the_file(tmp_path: Pa
     exactly_once(t, n + 300)
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no named pipes on this platform")
+def test_a_whole_file_read_that_comes_short_reads_to_the_end(tmp_path: Path) -> None:
+    """An input is read whole with one read of its size (local._local_source). Where the bytes come short
+    (some network file systems; here a named pipe, whose size says 0 and whose bytes come later), the read
+    goes on to the end: the reader gets the whole file, not a cut one."""
+    import os
+    import threading
+
+    from compactor.engines import local
+
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": list(range(5000)), "s": [str(i) * 3 for i in range(5000)]}), src)
+    body = src.read_bytes()
+    pipe = tmp_path / "pipe.parquet"
+    os.mkfifo(pipe)
+
+    def feed() -> None:
+        with open(pipe, "wb") as w:
+            for k in range(0, len(body), 4096):
+                w.write(body[k:k + 4096])
+                w.flush()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    source, held = local._local_source(str(pipe))
+    writer.join()
+    assert held == len(body)
+    assert local._open(source).read_all().equals(pq.read_table(src))
+
+
 def test_the_lean_reader_decodes_as_parquet_file_does(tmp_path: Path) -> None:
     """The local engine opens inputs with the reader pq.ParquetFile wraps (local._open): the same footer,
     the same Arrow schema (UUID and JSON columns of a file without an Arrow schema decoded as extension
