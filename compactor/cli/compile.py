@@ -72,6 +72,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
 
 @dataclass(frozen=True)
 class _Value:
+    """One declared setting of a policy: its dotted key, its value, the merge layer and file:line:col."""
+
     key: str
     value: object
     layer: str
@@ -80,6 +82,8 @@ class _Value:
 
 @dataclass(frozen=True)
 class _Explained:
+    """One policy as `compile --explain` shows it: its name, where it starts, and its declared settings."""
+
     name: str
     source: str
     values: list[_Value]

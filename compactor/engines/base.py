@@ -13,6 +13,8 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class BinJob:
+    """One bin for an engine to rewrite: its input files, in order, into one new output file."""
+
     #: absolute locations of the files to read, in order
     inputs: tuple[str, ...]
     #: absolute location of the one output file (a new, unique name inside the partition folder)
@@ -27,6 +29,8 @@ class BinJob:
 
 @dataclass(frozen=True)
 class WrittenFile:
+    """What an engine wrote for one BinJob: the output's location, size, rows and statistics."""
+
     location: str
     size: int
     #: rows in the output footer, and the sum of rows in the input footers

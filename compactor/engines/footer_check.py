@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 
 @dataclass
 class ColumnSummary:
+    """One column of a file, combined over its row groups' footer statistics (``summarize``)."""
+
     nulls: int = 0
     lo: Any = None
     hi: Any = None

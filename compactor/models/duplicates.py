@@ -10,6 +10,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class DuplicateReport:
+    """One commit that made rows live twice, as plans, ``inspect``, ``repair`` and run results report it."""
+
     #: double_remove | readd | stale_repair (plan.schema.json, $defs/duplicate_rewrite)
     kind: str
     #: the commit whose adds hold the extra copy

@@ -11,6 +11,8 @@ from compactor.models.results import ActionResult, DuplicateFound
 
 @dataclass(frozen=True)
 class ActionStarted:
+    """An action of a table's plan starts (``bytes``: its input bytes)."""
+
     table: str
     action: str
     partition: Mapping[str, str | None]
@@ -34,6 +36,8 @@ class GroupStarted:
 
 @dataclass(frozen=True)
 class BinsDone:
+    """A bin was rewritten: the table's bins and bytes done so far, and their totals."""
+
     table: str
     bins_done: int
     bins_total: int
@@ -43,6 +47,8 @@ class BinsDone:
 
 @dataclass(frozen=True)
 class ActionFinished:
+    """An action ended; ``result`` says how."""
+
     table: str
     result: ActionResult
 
@@ -58,12 +64,16 @@ class OutOfTime:
 
 @dataclass(frozen=True)
 class WatchWaiting:
+    """The run waits up to ``seconds`` for what is left of the tables' post-commit watch windows."""
+
     tables: Sequence[str]
     seconds: float
 
 
 @dataclass(frozen=True)
 class DuplicateFoundLater:
+    """The post-commit watch found a later commit that removed files compactor had just rewritten."""
+
     table: str
     found: DuplicateFound
 

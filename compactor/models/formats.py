@@ -15,6 +15,8 @@ REWRITES = frozenset({"compact", "z_order", "sort"})
 
 @dataclass(frozen=True)
 class FormatSpec:
+    """One table format: its name, the module of its code, and the traits the other layers read."""
+
     #: the name policies and plans use
     name: str
     #: the module whose ``FORMAT`` is the format's TableFormat (imported on first use)

@@ -57,6 +57,8 @@ class InspectSettings:
 
 @dataclass(frozen=True)
 class PartitionHealth:
+    """One partition's files: how many, their bytes, how many are small, and a histogram of sizes."""
+
     partition: str
     files: int
     bytes: int
@@ -66,6 +68,8 @@ class PartitionHealth:
 
 @dataclass(frozen=True)
 class LogHealth:
+    """The health of one Spark metadata log: batches, compact interval, manifest growth, driver memory."""
+
     directory: str
     log_files: int
     latest_batch: int | None
@@ -80,6 +84,8 @@ class LogHealth:
 
 @dataclass(frozen=True)
 class InspectReport:
+    """What `compactor inspect` reports about one path: its files, partitions, logs and recommendations."""
+
     path: str
     kind: str  # delta | spark_file_sink | checkpoint
     file_count: int = 0

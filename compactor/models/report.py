@@ -42,6 +42,8 @@ class RunPoint:
 
 @dataclass
 class TableReport:
+    """What `compactor report` draws for one table: file sizes now and before, partitions, the plan, runs, logs."""
+
     name: str
     format: str
     path: str

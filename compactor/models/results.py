@@ -101,6 +101,8 @@ class ActionOutcome:
 
 @dataclass
 class ActionResult:
+    """What apply did for one action of the plan (one entry of run_results.json ``results``)."""
+
     table: str
     type: str
     partition: Mapping[str, str | None] = field(default_factory=dict)
@@ -136,6 +138,8 @@ class ActionResult:
 
 @dataclass
 class RunTotals:
+    """The run's counts over all its actions (run_results.json ``totals``)."""
+
     actions: int = 0
     succeeded: int = 0
     skipped: int = 0
@@ -150,6 +154,8 @@ class RunTotals:
 
 @dataclass
 class RunResults:
+    """One apply run (run_results.json): where and with what it ran, and every action's result."""
+
     run_id: str
     compactor_version: str
     started_at: str

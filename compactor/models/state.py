@@ -20,6 +20,8 @@ FILE_COLUMNS = ("path", "size_bytes", "modification_time", "num_records")
 
 @dataclass(frozen=True)
 class Protocol:
+    """A Delta table's protocol: the reader and writer versions and the table features it requires."""
+
     min_reader_version: int = 1
     min_writer_version: int = 2
     reader_features: tuple[str, ...] = ()

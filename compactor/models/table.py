@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class TableLocation:
+    """A table's URI with the storage options that reach it (``str()`` gives the URI alone)."""
+
     #: a local path or an object-store URI (s3://, az://, gs://, ...)
     uri: str
     #: the target's storage options (delta-rs' keys); never in repr, logs or errors

@@ -9,6 +9,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class WriterSettings:
+    """One streaming policy's writer settings: Spark conf, readStream/writeStream options and notes."""
+
     table: str
     path: str
     spark_conf: dict[str, str] = field(default_factory=dict)

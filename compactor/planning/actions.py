@@ -102,6 +102,8 @@ def _jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True, kw_only=True)
 class RewriteAction(Action):
+    """An action that rewrites data files: each bin becomes one new file (compact, z_order, sort, sink_compact)."""
+
     rewrites: ClassVar[bool] = True
     strategy: ClassVar[str] = "bin_pack"
 
@@ -119,11 +121,15 @@ class RewriteAction(Action):
 
 @dataclass(frozen=True, kw_only=True)
 class CompactAction(RewriteAction):
+    """Bin-pack a partition's small files into files of about ``target_file_size`` (strategy bin_pack)."""
+
     type: ClassVar[str] = "compact"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ZOrderAction(RewriteAction):
+    """Z-order a whole partition by ``z_order_by`` (delta-rs' z-order or delta-spark's OPTIMIZE ZORDER BY)."""
+
     type: ClassVar[str] = "z_order"
     strategy: ClassVar[str] = "z_order"
     z_order_by: tuple[str, ...] = ()
@@ -131,6 +137,8 @@ class ZOrderAction(RewriteAction):
 
 @dataclass(frozen=True, kw_only=True)
 class SortAction(RewriteAction):
+    """Rewrite a whole partition with its rows sorted by ``sort_by`` (strategy sort)."""
+
     type: ClassVar[str] = "sort"
     strategy: ClassVar[str] = "sort"
     sort_by: tuple[str, ...] = ()
@@ -138,6 +146,8 @@ class SortAction(RewriteAction):
 
 @dataclass(frozen=True, kw_only=True)
 class VacuumAction(Action):
+    """VACUUM a Delta table: delete files it no longer references, older than ``retention_hours``."""
+
     type: ClassVar[str] = "vacuum"
     retention_hours: int
     dry_run_first: bool = True
@@ -147,6 +157,8 @@ class VacuumAction(Action):
 
 @dataclass(frozen=True, kw_only=True)
 class SetPropertiesAction(Action):
+    """Set the Delta table properties its policy's retention declares (deleted-file and log retention)."""
+
     type: ClassVar[str] = "set_properties"
     properties: Mapping[str, str] = field(default_factory=dict)
     #: the values before (for the reviewer)
@@ -181,11 +193,16 @@ class SinkGuardFields(TypedDict):
 
 @dataclass(frozen=True, kw_only=True)
 class SinkCompactAction(RewriteAction, SinkGuards):
+    """Rewrite a file sink's small files listed in its latest ``.compact`` and swap them in that manifest."""
+
     type: ClassVar[str] = "sink_compact"
 
 
 @dataclass(frozen=True, kw_only=True)
 class SinkPruneAction(Action, SinkGuards):
+    """Drop the entries older than ``retention`` from a file sink's latest ``.compact``; with ``delete_files``
+    their data files go to the ledger."""
+
     type: ClassVar[str] = "sink_prune"
     retention: int
     horizon_ms: int
@@ -194,6 +211,8 @@ class SinkPruneAction(Action, SinkGuards):
 
 @dataclass(frozen=True, kw_only=True)
 class SinkDeleteReplacedAction(Action, SinkGuards):
+    """Delete replaced files of a file sink's ledger (``files``) past the grace period, once no log file lists them."""
+
     type: ClassVar[str] = "sink_delete_replaced"
     files: tuple[str, ...] = ()
 

@@ -35,6 +35,8 @@ SEP = "\x1f"
 
 @dataclass
 class _Candidate:
+    """A partition's action before the budget, with its oldest file's mtime (order ``oldest_first``)."""
+
     partition: dict[str, str | None]
     action: Action
     min_mtime: int

@@ -63,6 +63,8 @@ SkipDetail = int | float | str | bool | None
 
 @dataclass(frozen=True)
 class Skip:
+    """A table or partition (``partition`` None: the whole table) left alone, and why."""
+
     reason: SkipReason
     partition: Mapping[str, str | None] | None = None
     #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
@@ -72,6 +74,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class TablePlan:
+    """One table's plan: its actions, its skips with their reasons, and its files before and after."""
+
     name: str
     path: str
     format: str
@@ -103,6 +107,8 @@ class TablePlan:
 
 @dataclass(frozen=True)
 class Totals:
+    """The plan's counts over all its tables (``compute_totals``)."""
+
     tables: int = 0
     actions: int = 0
     files_before: int = 0
@@ -118,6 +124,8 @@ class Totals:
 
 @dataclass(frozen=True)
 class Plan:
+    """The plan artifact: the table plans, their totals, and what produced them."""
+
     compactor_version: str
     generated_at: str  # ISO 8601 UTC
     project: str

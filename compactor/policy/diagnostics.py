@@ -8,6 +8,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One validation problem: file:line:col, a stable code, the message, a JSON path and a hint."""
+
     file: str
     line: int
     col: int

@@ -43,6 +43,8 @@ class SourceRef:
 
 @dataclass(frozen=True)
 class Triggers:
+    """When a partition is worth compacting: enough small files, a file reduction, a share of small files."""
+
     min_input_files: int = 5
     #: compact a partition only if (files now - predicted files after) > this
     min_file_reduction: int = 0
@@ -62,6 +64,8 @@ class Lookback:
 
 @dataclass(frozen=True)
 class PartitionScope:
+    """Which partitions compaction considers (``where``, ``lookback``, ``skip_latest``)."""
+
     #: replaceWhere-style predicate on partition columns (Spark SQL), e.g. "date >= '2024-01-01'"
     where: str | None = None
     lookback: Lookback | None = None
@@ -71,12 +75,16 @@ class PartitionScope:
 
 @dataclass(frozen=True)
 class Budget:
+    """The most one run compacts of a table: bytes and partitions (``order`` says which go first)."""
+
     max_bytes_per_run: int | None = None
     max_partitions_per_run: int | None = None
 
 
 @dataclass(frozen=True)
 class Compaction:
+    """A policy's ``compaction:`` block: strategy, file sizes, triggers, partition scope, budget and order."""
+
     enabled: bool = True
     strategy: Strategy = "bin_pack"
     z_order_by: tuple[str, ...] = ()
@@ -98,12 +106,16 @@ class Compaction:
 
 @dataclass(frozen=True)
 class Vacuum:
+    """A policy's ``retention.vacuum``: whether to plan a VACUUM of the table (off by default)."""
+
     enabled: bool = False
     dry_run_first: bool = True
 
 
 @dataclass(frozen=True)
 class Retention:
+    """A Delta policy's ``retention:`` block: the VACUUM horizon, log retention and the table properties."""
+
     #: VACUUM horizon; table property delta.deletedFileRetentionDuration
     deleted_file_retention: int = DEFAULT_DELETED_FILE_RETENTION
     #: table property delta.logRetentionDuration (None = leave the table's value alone)

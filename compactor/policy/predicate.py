@@ -55,6 +55,8 @@ def _compare(a: Any, b: Any) -> tuple[Any, Any] | None:
 
 @dataclass(frozen=True)
 class Predicate:
+    """A parsed partition predicate: its text, its sqlglot tree, and the columns it references."""
+
     text: str
     tree: exp.Expression = field(repr=False)
     columns: frozenset[str] = frozenset()

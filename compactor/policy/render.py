@@ -24,6 +24,8 @@ _MISSING = object()
 
 @dataclass
 class RenderProblem(Exception):
+    """Why a template could not be rendered: a code and a message at a line of the file, and a hint."""
+
     code: str
     message: str
     line: int = 1

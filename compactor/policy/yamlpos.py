@@ -20,6 +20,8 @@ MAX_NODES = 200_000
 
 @dataclass
 class YamlProblem(Exception):
+    """Why a YAML file could not be loaded: a code and a message at line:col, and a hint."""
+
     code: str
     message: str
     line: int = 1

@@ -24,6 +24,8 @@ POLICY_SUFFIXES = (".yml", ".yaml")
 
 @dataclass
 class ValidationResult:
+    """What validation found: every diagnostic, the policies (selected and all), and the files read."""
+
     ok: bool
     diagnostics: list[Diagnostic] = field(default_factory=list)
     policies: tuple[TablePolicy, ...] = ()
@@ -48,6 +50,8 @@ class ValidationResult:
 
 @dataclass
 class CompiledProject:
+    """A project that validated without errors: its target, the policies (selected and all), the warnings."""
+
     project: Project
     target: Target
     policies: tuple[TablePolicy, ...]

@@ -38,6 +38,8 @@ def shown_remote(url: str) -> str:
 
 @dataclass(frozen=True)
 class SparkSettings:
+    """A target's ``spark:`` block: the session the spark engine uses, its conf and the jars it loads."""
+
     master: str | None = None  # None: reuse an active session, else local[*]
     #: a running Spark Connect server, ``sc://host:port`` (no JVM on this machine); never with ``master``
     remote: str | None = None
@@ -114,6 +116,8 @@ class DbtSettings:
 
 @dataclass(frozen=True)
 class Project:
+    """compactor.yml: the project's name, root, policy paths, defaults, vars and profile."""
+
     name: str
     root: Path
     policy_paths: tuple[str, ...] = ("policies",)

@@ -74,6 +74,8 @@ _SLACK_REMOTE_S = 30.0
 
 @dataclass
 class JournalEntry:
+    """One action's journal entry (module docstring): what it writes, by which process, and when."""
+
     run_id: str
     action: str
     table_uri: str

@@ -64,6 +64,8 @@ def default_ttl_s() -> float:
 
 @dataclass
 class LeaseInfo:
+    """The content of ``lease.json``: who holds the table's lease, and until when."""
+
     owner: str
     host: str
     pid: int

@@ -13,6 +13,8 @@ from compactor.project.model import ProjectOptions, Target
 
 @dataclass(frozen=True)
 class Check:
+    """One line of `compactor debug`: what was checked, whether it passed, and the detail."""
+
     name: str
     ok: bool
     detail: str

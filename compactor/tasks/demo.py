@@ -19,6 +19,8 @@ MARKER = ".compactor-demo"
 
 @dataclass
 class DemoLake:
+    """What ``build_demo`` wrote: the folder (also the project's), the tables by name, and notes."""
+
     root: Path
     project_dir: Path
     tables: dict[str, str] = field(default_factory=dict)

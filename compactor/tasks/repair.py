@@ -40,6 +40,8 @@ def _metadata(run_id: str, table: str) -> dict[str, str]:
 
 @dataclass
 class TableRepair:
+    """What `compactor repair` did (or would do) to one table: its status, the result, the repair proved."""
+
     table: str
     path: str
     status: str  # clean | repaired | would_repair | error | verification_failed | skipped
@@ -54,6 +56,8 @@ class TableRepair:
 
 @dataclass
 class RepairReport:
+    """One `compactor repair` run: its id, whether it was a dry run, and each table's repair."""
+
     run_id: str
     dry_run: bool
     tables: list[TableRepair] = field(default_factory=list)

@@ -61,6 +61,8 @@ class Engines:
 
 @dataclass(frozen=True)
 class TableRun:
+    """What applying one table of a plan needs: its plan and format, the target, engines, lease and settings."""
+
     table: TablePlan
     fmt: TableFormat
     plan: Plan

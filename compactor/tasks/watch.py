@@ -33,6 +33,8 @@ DEFAULT_POLL_S = 1.0
 
 @dataclass
 class _Watched:
+    """One commit under watch: the inputs it replaced, until ``deadline`` (monotonic); hits fail ``result``."""
+
     version_before: int
     version_after: int
     inputs: frozenset[str]

@@ -29,6 +29,8 @@ MARKER = "compactor.action"
 
 @dataclass(frozen=True)
 class NewFile:
+    """A file the swap adds: its logical path, size, partition values and Delta statistics."""
+
     path: str  # relative to the table root, logical
     size: int
     partition_values: Mapping[str, str | None]
@@ -38,6 +40,8 @@ class NewFile:
 
 @dataclass(frozen=True)
 class RemovedFile:
+    """A file the swap removes (``num_records``: its rows as the log states them, None when unknown)."""
+
     path: str
     size: int
     partition_values: Mapping[str, str | None]

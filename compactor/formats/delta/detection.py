@@ -189,6 +189,8 @@ def file_exists(table: TableLocation, path: str) -> bool:
 
 @dataclass
 class Detection:
+    """What ``detect`` found in one log window: the replayed lineage, the repair it proposes, and rows by path."""
+
     uri: str
     version: int | None
     first_version: int | None

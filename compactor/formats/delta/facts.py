@@ -33,6 +33,8 @@ class DuplicateFacts:
 
 @dataclass(frozen=True)
 class DeltaFacts:
+    """A Delta state's ``extra``: deletion vectors, files delta-rs cannot remove, and rows live twice."""
+
     #: None: delta-rs cannot read the deletion vectors, so any file may have one
     has_deletion_vectors: bool | None = False
     deletion_vectors_enabled: bool = False

@@ -86,6 +86,8 @@ def num_records(action: Mapping[str, Any] | None) -> int | None:
 
 @dataclass
 class Commit:
+    """One Delta commit as read: its adds and removes by path, its commitInfo, its metaData and protocol actions."""
+
     version: int
     #: by decoded path (each a plain dict or a LoggedAction: read them as Mappings)
     adds: dict[str, Mapping[str, Any]] = field(default_factory=dict)

@@ -28,6 +28,8 @@ from compactor.formats.delta.duplicates import REPAIR_OF, Anomaly, Lineage
 
 @dataclass(frozen=True)
 class RepairProposal:
+    """The repair of open anomalies (module docstring): the commits it reverts, the files it removes and restores."""
+
     #: the anomalies repaired (their versions)
     anomalies: tuple[int, ...]
     #: every commit reverted

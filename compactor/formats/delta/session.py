@@ -33,6 +33,8 @@ class PathIndex:
 
 @dataclass
 class DeltaSession:
+    """The TableSession of a Delta table run: the open DeltaTable, the path index and the pending group."""
+
     location: TableLocation
     table: DeltaTable | None = None
     path_index: PathIndex | None = None

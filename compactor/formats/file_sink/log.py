@@ -29,6 +29,8 @@ _NAME = re.compile(r"^(\d+)(\.compact)?$")
 
 @dataclass(frozen=True)
 class LogFile:
+    """One file of a metadata log: batch ``N`` (``N.compact`` when ``compact``), its size, mtime and ETag."""
+
     batch: int
     compact: bool
     #: local disk: the file; object stores: just its name (``location`` is its URI)
@@ -45,6 +47,8 @@ class LogFile:
 
 @dataclass
 class MetadataLog:
+    """One metadata log directory and its files (``list_log``); ``storage`` reads them on object stores."""
+
     directory: Path | str
     files: list[LogFile] = field(default_factory=list)
     storage: Storage | None = None

@@ -55,6 +55,8 @@ class ObjectNotFoundError(StorageError):
 
 @dataclass(frozen=True)
 class ObjectInfo:
+    """One object as ``head`` or a listing reports it (``e_tag``: None where the store gives none)."""
+
     path: str  # relative to the storage root
     size: int
     mtime: float  # seconds since the epoch
