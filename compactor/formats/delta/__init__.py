@@ -136,7 +136,7 @@ class DeltaFormat:
         return plan_delta_table(policy, state, now=now, engine=engine)
 
     def unsupported(self, state: TableState, engine: str) -> str | None:
-        from compactor.formats.delta.plan import unsupported_reason
+        from compactor.formats.delta.support import unsupported_reason
 
         return unsupported_reason(state, engine)
 

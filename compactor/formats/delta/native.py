@@ -23,8 +23,8 @@ from compactor.formats.delta.commit import (
 )
 from compactor.formats.delta.context import check_writable, fence, handle
 from compactor.formats.delta.log import Commit, num_records
-from compactor.formats.delta.plan import unsupported_reason
 from compactor.formats.delta.rewrite import after_commit
+from compactor.formats.delta.support import unsupported_reason
 from compactor.models.results import ActionDetails
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from compactor.formats.delta.facts import delta_facts
+from compactor.formats.delta.support import native_possible, unsupported_reason
 from compactor.models.state import TableState
 from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
 from compactor.planning.partitions import plan_partitions
@@ -18,48 +19,12 @@ from compactor.planning.retention import plan_retention
 from compactor.policy.model import TablePolicy
 from compactor.policy.predicate import PredicateError, parse_where
 
-#: writer features delta-rs 1.6 cannot write (its commits would corrupt or be refused)
-DELTA_RS_UNWRITABLE = frozenset({
-    "clustering", "liquid", "rowTracking", "domainMetadata", "inCommitTimestamp", "identityColumns",
-    "typeWidening", "typeWidening-preview", "catalogManaged", "catalogOwned-preview", "icebergCompatV1",
-    "icebergCompatV2", "icebergWriterCompatV1", "variantType", "variantType-preview",
-})
-#: features whose data files compactor's own rewrite cannot copy as they are (deletion vectors: only files
-#: that actually carry one, see _rewrite_eligibility)
-UNREWRITABLE = frozenset({"columnMapping"})
 #: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
 #: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size
 MAX_DELETED_ROWS_RATIO = 0.05
 #: the bin model of compactor's own rewrite (both engines): the same greedy, ascending-size packing as
 #: delta-spark OPTIMIZE, so native OPTIMIZE and the rewrite produce the same files
 BIN_MODEL = "delta-spark"
-
-
-def native_possible(engine: str, method: str) -> bool:
-    """delta-spark's own OPTIMIZE may run (spark engine, method auto or optimize): it writes every table
-    feature delta-spark supports, so nothing is refused at plan time; apply refuses, naming the feature,
-    when the Delta jars turn out not to load and the table needs them."""
-    return engine == "spark" and method in ("auto", "optimize")
-
-
-def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") -> str | None:
-    """Why compactor cannot compact this table with ``engine``/``method``, or None."""
-    if native_possible(engine, method):
-        return None
-    feats = set(state.protocol.writer_features) | set(state.protocol.reader_features)
-    bad = sorted(feats & DELTA_RS_UNWRITABLE)
-    if bad:
-        return f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits compactor's changes"
-    bad = sorted(feats & UNREWRITABLE)
-    if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
-        bad = sorted(set(bad) | {"columnMapping"})
-    if bad:
-        return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
-    facts = delta_facts(state)
-    if facts.deletion_vectors_enabled and facts.has_deletion_vectors is None:
-        return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one: "
-                "compact it with the spark engine's native OPTIMIZE (compaction.method: optimize)")
-    return None
 
 
 def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:

@@ -29,9 +29,9 @@ from compactor.formats.delta.detection import (  # noqa: F401 - the names caller
 )
 from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage
 from compactor.formats.delta.log import commits_after
-from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
 from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.support import DELTA_RS_UNWRITABLE
 from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
 from compactor.planning.retention import DELETED, parse_interval

@@ -26,9 +26,9 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key, uses_native
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
-from compactor.formats.delta.plan import unsupported_reason
 from compactor.formats.delta.rewrite import rewrite_group
 from compactor.formats.delta.settle import referenced_paths
+from compactor.formats.delta.support import unsupported_reason
 from compactor.planning.actions import (
     Action,
     RepairAction,

@@ -1,0 +1,45 @@
+"""Which Delta tables compactor can compact, with which engine (PURE): the table features delta-rs cannot
+write and the ones compactor's own rewrite cannot copy. The planner skips such tables and apply refuses
+them again on the state it commits against; apply imports this, not the planner."""
+
+from __future__ import annotations
+
+from compactor.formats.delta.facts import delta_facts
+from compactor.models.state import TableState
+
+#: writer features delta-rs 1.6 cannot write (its commits would corrupt or be refused)
+DELTA_RS_UNWRITABLE = frozenset({
+    "clustering", "liquid", "rowTracking", "domainMetadata", "inCommitTimestamp", "identityColumns",
+    "typeWidening", "typeWidening-preview", "catalogManaged", "catalogOwned-preview", "icebergCompatV1",
+    "icebergCompatV2", "icebergWriterCompatV1", "variantType", "variantType-preview",
+})
+#: features whose data files compactor's own rewrite cannot copy as they are (deletion vectors: only files
+#: that actually carry one, see plan.py's _rewrite_eligibility)
+UNREWRITABLE = frozenset({"columnMapping"})
+
+
+def native_possible(engine: str, method: str) -> bool:
+    """delta-spark's own OPTIMIZE may run (spark engine, method auto or optimize): it writes every table
+    feature delta-spark supports, so nothing is refused at plan time; apply refuses, naming the feature,
+    when the Delta jars turn out not to load and the table needs them."""
+    return engine == "spark" and method in ("auto", "optimize")
+
+
+def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") -> str | None:
+    """Why compactor cannot compact this table with ``engine``/``method``, or None."""
+    if native_possible(engine, method):
+        return None
+    feats = set(state.protocol.writer_features) | set(state.protocol.reader_features)
+    bad = sorted(feats & DELTA_RS_UNWRITABLE)
+    if bad:
+        return f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits compactor's changes"
+    bad = sorted(feats & UNREWRITABLE)
+    if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
+        bad = sorted(set(bad) | {"columnMapping"})
+    if bad:
+        return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
+    facts = delta_facts(state)
+    if facts.deletion_vectors_enabled and facts.has_deletion_vectors is None:
+        return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one: "
+                "compact it with the spark engine's native OPTIMIZE (compaction.method: optimize)")
+    return None
