@@ -12,7 +12,6 @@ from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 #: columns of ``TableState.files``; partition values follow as "partition.<col>" (string, nullable)
 FILE_COLUMNS = ("path", "size_bytes", "modification_time", "num_records")
@@ -67,6 +66,8 @@ class TableState:
     def total_bytes(self) -> int:
         if self.files.num_rows == 0:
             return 0
+        import pyarrow.compute as pc  # here, not at the top: an apply never loads it (compactor/formats/delta/state.py)
+
         return int(pc.sum(self.files.column("size_bytes")).as_py() or 0)
 
 

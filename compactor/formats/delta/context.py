@@ -20,8 +20,8 @@ from compactor.formats.delta.commit import (
     RemovedFile,
 )
 from compactor.formats.delta.facts import delta_facts
-from compactor.formats.delta.plan import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.formats.delta.session import DeltaSession, session_of
+from compactor.formats.delta.support import DELTA_RS_UNWRITABLE, unsupported_reason
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
@@ -66,26 +66,27 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
     """The planned input files as they are in ``state``, checked to lie in the action's partition (an
     edited plan could otherwise move files of one partition into another's folder). ``session``: keeps the
     state's path index for the table's next actions."""
-    f = state.files
     index = (session or DeltaSession(TableLocation(state.uri))).index(state)
-    rows = f.take(pa.array([index[p] for p in action.input_paths if p in index], pa.int64()))
-    cols = [f"partition.{c}" for c in state.partition_columns]
+    rows = [index.rows[p] for p in action.input_paths if p in index.rows]
+    paths, sizes, records = index.column("path"), index.column("size_bytes"), index.column("num_records")
+    partition = [(c, index.column(f"partition.{c}")) for c in state.partition_columns]
     out: dict[str, RemovedFile] = {}
     # a bin-pack compaction rewrites only small files (and files with deleted rows): apply accepts no
     # input the planner would not have chosen from the table as it is now
     small_below = action.min_file_size if isinstance(action, RewriteAction) and \
         type(action).strategy == "bin_pack" else None
     forced = delta_facts(state).with_deletion_vector
-    for r in rows.select(["path", "size_bytes", "num_records", *cols]).to_pylist():
-        pv = {c: r[f"partition.{c}"] for c in state.partition_columns}
+    for i in rows:
+        path, size = paths[i], int(sizes[i])
+        pv = {c: values[i] for c, values in partition}
         if pv != dict(action.partition):
-            raise PlanError(f"planned file {r['path']} is in partition {pv}, not in the action's partition "
+            raise PlanError(f"planned file {path} is in partition {pv}, not in the action's partition "
                             f"{dict(action.partition)}: the plan was edited", hint="re-run `compactor plan`")
-        if small_below is not None and int(r["size_bytes"]) >= small_below and r["path"] not in forced:
-            raise PlanError(f"planned file {r['path']} ({r['size_bytes']} bytes) is not below min_file_size "
+        if small_below is not None and size >= small_below and path not in forced:
+            raise PlanError(f"planned file {path} ({size} bytes) is not below min_file_size "
                             f"{small_below}: compactor would not compact it; the plan was edited",
                             hint="re-run `compactor plan`")
-        out[r["path"]] = RemovedFile(r["path"], int(r["size_bytes"]), pv, r["num_records"])
+        out[path] = RemovedFile(path, size, pv, records[i])
     return out
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -23,12 +23,21 @@ class PendingWork(Protocol):
     def discard(self) -> None: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class PathIndex:
-    """Row numbers of a state's files by path (built once per state)."""
+    """Row numbers of a state's files by path, and the columns its rows are read from (built once per
+    state, as Python lists: picking rows with pyarrow's ``take`` would load pyarrow.compute)."""
 
     state: TableState
     rows: Mapping[str, int]
+    lists: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+
+    def column(self, name: str) -> list[Any]:
+        """The state's column ``name`` as a list (read on first use)."""
+        values = self.lists.get(name)
+        if values is None:
+            values = self.lists[name] = self.state.files.column(name).to_pylist()
+        return values
 
 
 @dataclass
@@ -57,10 +66,11 @@ class DeltaSession:
             raise TableReadError(f"{self.location.uri}: {_reason(self.location.uri, e)}") from None
         return self.table
 
-    def index(self, state: TableState) -> Mapping[str, int]:
+    def index(self, state: TableState) -> PathIndex:
         if self.path_index is None or self.path_index.state is not state:
-            self.path_index = PathIndex(state, {p: i for i, p in enumerate(state.files.column("path").to_pylist())})
-        return self.path_index.rows
+            paths = state.files.column("path").to_pylist()
+            self.path_index = PathIndex(state, {p: i for i, p in enumerate(paths)}, {"path": paths})
+        return self.path_index
 
     def take_pending(self) -> PendingWork | None:
         pending, self.pending = self.pending, None

@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
+import string
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from compactor.errors import TableReadError
 from compactor.formats.delta.facts import DeltaFacts
@@ -75,22 +76,34 @@ def configure_delta_rs_allocator() -> bool:
 #: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
 #: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
 DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
-_NEEDS_LOOK = r"[^A-Za-z0-9/!$&'()+,\-.:;=@_~]"
+_NEEDS_LOOK = re.compile(r"[^A-Za-z0-9/!$&'()+,\-.:;=@_~]")
+#: the bytes of a path that needs no look (ASCII letters, digits and DELTA_RS_SAFE)
+_PLAIN_BYTES = (string.ascii_letters + string.digits + DELTA_RS_SAFE).encode()
+
+
+def _as_type(arr: Any, typ: pa.DataType) -> Any:
+    """``arr`` as ``typ``, cast only where it is not already (a cast loads pyarrow.compute, whose import is
+    30-50 ms of a command that needs nothing else from it: docs/benchmarks.md)."""
+    return arr if arr.type == typ else arr.cast(typ)
 
 
 def _logical_paths(raw: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, frozenset[str]]:
     """URL-decode the paths that need it (most need nothing: only those are touched). Also returns the
     decoded paths whose log form delta-rs would not reproduce when it encodes them for a remove action
-    (Spark writes non-ASCII characters raw, for example): a remove of such a path would match nothing."""
+    (Spark writes non-ASCII characters raw, for example): a remove of such a path would match nothing.
+    Whether any path needs a look is one pass over the array's bytes (200,000 paths: 15 ms, where a
+    regular expression per value took 34 ms); only then is each path matched."""
     arr = raw.combine_chunks() if isinstance(raw, pa.ChunkedArray) else raw
-    arr = arr.cast(pa.string())
-    look = pc.match_substring_regex(arr, _NEEDS_LOOK)
-    if not pc.any(look).as_py():
+    arr = _as_type(arr, pa.string())
+    data = arr.buffers()[2] if len(arr) else None
+    # the whole data buffer, a slice's neighbours included: a byte outside the slice can only cause a look
+    if data is None or not data.to_pybytes().translate(None, _PLAIN_BYTES):
         return arr, frozenset()
     values = arr.to_pylist()
     unremovable = set()
-    for i in pc.indices_nonzero(look).to_pylist():
-        raw_path = values[i]
+    for i, raw_path in enumerate(values):
+        if raw_path is None or not _NEEDS_LOOK.search(raw_path):
+            continue
         values[i] = unquote(raw_path)
         if quote(values[i], safe=DELTA_RS_SAFE) != raw_path:
             unremovable.add(values[i])
@@ -101,7 +114,11 @@ def _plain(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """One array without dictionary encoding (delta-rs returns some partition columns dictionary-
     encoded, and not always in every chunk)."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    plain = [pc.dictionary_decode(c) if pa.types.is_dictionary(c.type) else c for c in chunks]
+    if any(pa.types.is_dictionary(c.type) for c in chunks):
+        import pyarrow.compute as pc
+
+        chunks = [pc.dictionary_decode(c) if pa.types.is_dictionary(c.type) else c for c in chunks]
+    plain = list(chunks)
     if not plain:
         return pa.array([], pa.string())
     types = {c.type for c in plain}
@@ -150,7 +167,9 @@ def serialize_partition_values(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     arr = _plain(column)
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return arr.cast(pa.string())
+        return _as_type(arr, pa.string())
+    import pyarrow.compute as pc
+
     if pa.types.is_timestamp(t):
         if t.tz is not None:  # Arrow's %S keeps the fraction of microsecond timestamps
             return pc.strftime(arr.cast(pa.timestamp("us", tz="UTC")), "%Y-%m-%dT%H:%M:%SZ")
@@ -194,9 +213,9 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         paths, unremovable = _logical_paths(col("path"))
         cols = {
             "path": paths,
-            "size_bytes": col("size_bytes").cast(pa.int64()),
-            "modification_time": col("modification_time").cast(pa.int64()),
-            "num_records": (col("num_records").cast(pa.int64()) if "num_records" in names
+            "size_bytes": _as_type(col("size_bytes"), pa.int64()),
+            "modification_time": _as_type(col("modification_time"), pa.int64()),
+            "num_records": (_as_type(col("num_records"), pa.int64()) if "num_records" in names
                             else pa.nulls(n, pa.int64())),
         }
         for c in parts:

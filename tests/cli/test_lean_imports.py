@@ -1,5 +1,7 @@
-"""A compactor command whose target runs no Spark loads pyarrow without numpy (45-60 ms of every plan and
-apply), and one that may run Spark loads it as always (compactor/runtime/pyarrow_numpy.py)."""
+"""What a plan or an apply loads, measured where it costs: a command whose target runs no Spark loads
+pyarrow without numpy (45-60 ms of every plan and apply; compactor/runtime/pyarrow_numpy.py), one that
+may run Spark loads it as always, and a local apply of a table with string partition values never loads
+pyarrow.compute (30-50 ms of import for nothing it needs: formats/delta/state.py)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def test_local_plan_and_apply_never_load_numpy_and_compact_exactly(tmp_path: Pat
         assert r.returncode == 0, r.stdout + r.stderr[-3000:]
         loaded = _loaded(r.stderr)
         assert "pyarrow.lib" in loaded and "numpy._core" not in loaded, sorted(m for m in loaded if "numpy" in m)
+        # the planner computes with pyarrow.compute; the apply reads its state and rewrites without it
+        assert ("pyarrow.compute" in loaded) == (args[0] == "plan"), args
     exactly_once(table, rows)
     assert len(DeltaTable(str(table)).file_uris()) < before
     assert json.loads(plan.read_text())["tables"][0]["actions"]
