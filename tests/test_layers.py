@@ -20,7 +20,7 @@ ALLOWED = {
     "formats": {"engines", "planning", "runtime", "policy", "project"},
     "catalogs": {"runtime", "engines", "project"},
     "project": {"policy"},
-    "output": {"planning", "policy", "project"},
+    "output": {"planning", "policy", "project", "runtime"},
     # data flows cli -> api -> tasks -> formats -> engines/planning/runtime (docs/architecture.md)
     "tasks": {"formats", "catalogs", "engines", "planning", "policy", "project", "runtime", "output"},
     "api": {"tasks", "project", "planning", "policy"},

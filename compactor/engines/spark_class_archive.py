@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compactor.engines.spark_jars import local_stat
+from compactor.runtime.atomic_file import replace_with
 from compactor.runtime.liveness import identity_of, provably_dead
 from compactor.runtime.user_cache import cache_dir
 
@@ -256,12 +257,10 @@ def started(use: ArchiveUse, jvm_pid: int | None) -> None:
         return
     data["pid"] = jvm_pid
     data["maker"] = identity_of(jvm_pid) if jvm_pid is not None else None
-    tmp = use.claim.with_name(use.claim.name + f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, use.claim)
+        replace_with(use.claim, json.dumps(data))
     except OSError:
-        _unlink(tmp)
+        pass
 
 
 def failed(use: ArchiveUse) -> None:

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from urllib.parse import unquote, urlparse
 
+from compactor.runtime.atomic_file import replace_with
 from compactor.runtime.user_cache import cache_dir
 
 #: the session settings that decide what a resolution gives
@@ -98,14 +99,8 @@ def remember(key: str, jars: str) -> None:
 def _save(kept: dict[str, object]) -> None:
     """Write the file whole, by rename (a reader sees the old file or the new one)."""
     path = _file()
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(kept, f)
-        os.replace(tmp, path)
+        replace_with(path, json.dumps(kept))
     except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        pass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Literal
 from compactor.errors import UsageError
 from compactor.models.results import RunResults
 from compactor.planning.plan import REWRITE_ACTIONS, Plan
+from compactor.runtime.atomic_file import replace_with
 
 Format = Literal["prometheus", "jsonl"]
 
@@ -91,10 +91,7 @@ def write_metrics(path: Path, *, plan: Plan | None = None, run: RunResults | Non
         text = "".join(json.dumps({"metric": n, "labels": lab, "value": v, "timestamp": now}) + "\n"
                        for n, _, lab, v in samples)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")  # atomic for the textfile collector
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return replace_with(path, text)  # whole, for the textfile collector
 
 
 def samples_as_dicts(samples: list[tuple[str, str, dict[str, str], float]]) -> list[dict[str, Any]]:

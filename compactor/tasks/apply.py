@@ -37,6 +37,7 @@ from compactor.models.results import ActionResult, RunResults, compute_run_total
 from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Project, ProjectOptions, Target
+from compactor.runtime.atomic_file import replace_with
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
 from compactor.runtime.secrets import redact, register_secrets
@@ -170,10 +171,7 @@ def write_run_results(run: RunResults, target_dir: Path) -> Path:
     from compactor.tasks.history import record_run
 
     target_dir.mkdir(parents=True, exist_ok=True)
-    path = target_dir / "run_results.json"
-    tmp = path.with_name(".run_results.json.tmp")
-    tmp.write_text(json.dumps(run.to_dict(), indent=2, default=str))
-    os.replace(tmp, path)
+    path = replace_with(target_dir / "run_results.json", json.dumps(run.to_dict(), indent=2, default=str))
     record_run(target_dir, run)
     return path
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 from compactor.models.results import RunResults
+from compactor.runtime.atomic_file import replace_with
 
 HISTORY_DIR = "history"
 
@@ -18,11 +18,7 @@ def record_run(target_dir: Path, results: RunResults) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     # the id is data, not a path: a "/" or ".." in it must not place the file outside history/
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", results.run_id).lstrip(".") or "run"
-    path = d / f"{name}.json"
-    tmp = d / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(results.to_dict(), indent=1, default=str))
-    os.replace(tmp, path)
-    return path
+    return replace_with(d / f"{name}.json", json.dumps(results.to_dict(), indent=1, default=str))
 
 
 def load_history(target_dir: Path, table: str | None = None, last: int | None = None) -> list[RunResults]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
 from compactor import __version__
 from compactor.errors import PlanError
@@ -24,6 +23,7 @@ from compactor.planning.plan import (
     plan_to_dict,
 )
 from compactor.policy.schema import known_valid, load_schema, remember_valid
+from compactor.runtime.atomic_file import replacing
 
 #: the environment variable holding the key of signed plans (`plan --sign`, `apply --require-signature`)
 KEY_ENV = "COMPACTOR_PLAN_KEY"
@@ -37,15 +37,13 @@ def signature(digest: str, key: bytes) -> str:
 def write_plan(plan: Plan, path: Path, *, sign_key: bytes | None = None) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
+    with replacing(path) as f:
         digest = _write_compact_json(plan_to_dict(plan), f, sign_key)
-    os.replace(tmp, path)
     remember_valid(_trust_key(digest))  # compactor's own plans match plan.schema.json (tested)
     return path
 
 
-def _write_compact_json(data: dict[str, Any], f: TextIO, sign_key: bytes | None = None) -> str:
+def _write_compact_json(data: dict[str, Any], f: IO[str], sign_key: bytes | None = None) -> str:
     """Write the plan with its digest, serialising each piece once: the pieces plan_digest hashes are
     the ones written. Action by action: json.dump streams through the pure-Python encoder (10x slower on
     a million paths), and one json.dumps of everything would hold the whole text."""
