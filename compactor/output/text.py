@@ -40,4 +40,5 @@ def console(*, stderr: bool = False, soft_wrap: bool = False) -> Any:
     stream = sys.stderr if stderr else sys.stdout
     tty = stream.isatty()
     width = None if tty or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(stderr=stderr, soft_wrap=soft_wrap, width=width, highlight=tty or bool(os.environ.get("FORCE_COLOR")))
+    colour = tty or bool(os.environ.get("FORCE_COLOR"))
+    return Console(stderr=stderr, soft_wrap=soft_wrap, width=width, highlight=colour)

@@ -40,7 +40,7 @@ class _NumpyRefused(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> Any:
         if _is_numpy(name):
             raise ModuleNotFoundError(REFUSED, name=name)
-        if name == "pyspark" or name.startswith("pyspark."):
+        if name == "pyspark":
             if "pyarrow.lib" in sys.modules:
                 raise ImportError(SPARK_AFTER_LEAN_PYARROW, name=name)
             lift()

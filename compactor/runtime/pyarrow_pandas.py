@@ -46,7 +46,9 @@ def defer_pandas() -> None:
     when ``COMPACTOR_LEAN_IMPORTS=0``)."""
     import os
 
-    if os.environ.get("COMPACTOR_LEAN_IMPORTS", "1") == "0" or "pandas" in sys.modules or "pyspark" in sys.modules or _FINDER in sys.meta_path:
+    if os.environ.get("COMPACTOR_LEAN_IMPORTS", "1") == "0" or _FINDER in sys.meta_path:
+        return
+    if "pandas" in sys.modules or "pyspark" in sys.modules:
         return
     sys.meta_path.insert(0, _FINDER)
 
