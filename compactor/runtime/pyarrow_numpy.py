@@ -17,11 +17,9 @@ that has numpy or pyarrow loaded already, is left as it is.
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
-from collections.abc import Sequence
-from types import ModuleType
-from typing import Any
+
+from compactor.runtime.refused_import import RefusedUntilSpark
 
 #: the message of the refused import, should anything in the command ask for numpy
 REFUSED = "numpy is not loaded in a compactor command that runs no Spark (compactor.runtime.pyarrow_numpy)"
@@ -32,42 +30,26 @@ SPARK_AFTER_LEAN_PYARROW = ("pyspark imported in a compactor command that decide
                             "COMPACTOR_LEAN_IMPORTS=0 to work around it)")
 
 
-def _is_numpy(name: str) -> bool:
-    return name == "numpy" or name.startswith("numpy.")
+def _on_spark() -> None:
+    if "pyarrow.lib" in sys.modules:
+        raise ImportError(SPARK_AFTER_LEAN_PYARROW, name="pyspark")
+    lift()
 
 
-class _NumpyRefused(importlib.abc.MetaPathFinder):
-    def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> Any:
-        if _is_numpy(name):
-            raise ModuleNotFoundError(REFUSED, name=name)
-        if name == "pyspark":
-            if "pyarrow.lib" in sys.modules:
-                raise ImportError(SPARK_AFTER_LEAN_PYARROW, name=name)
-            lift()
-        return None
-
-
-_FINDER = _NumpyRefused()
+_FINDER = RefusedUntilSpark("numpy", REFUSED, _on_spark)
 
 
 def defer_numpy() -> None:
     """Refuse numpy from now on (nothing to do when numpy, pyarrow or pyspark is loaded already, or when
     ``COMPACTOR_LEAN_IMPORTS=0``)."""
-    import os
-
-    if os.environ.get("COMPACTOR_LEAN_IMPORTS", "1") == "0" or _FINDER in sys.meta_path:
-        return
-    if any(m in sys.modules for m in ("numpy", "pyarrow", "pyspark")):
-        return
-    sys.meta_path.insert(0, _FINDER)
+    _FINDER.install(unless_loaded=("numpy", "pyarrow", "pyspark"))
 
 
 def deferred() -> bool:
     """Whether numpy is being refused in this process."""
-    return _FINDER in sys.meta_path
+    return _FINDER.installed
 
 
 def lift() -> None:
     """Allow numpy again (pyarrow, if not loaded yet, will load with it)."""
-    if _FINDER in sys.meta_path:
-        sys.meta_path.remove(_FINDER)
+    _FINDER.remove()

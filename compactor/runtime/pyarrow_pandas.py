@@ -15,49 +15,24 @@ before pyspark can make a pandas object. A program importing compactor as a libr
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
-from collections.abc import Sequence
-from types import ModuleType
-from typing import Any
+
+from compactor.runtime.refused_import import RefusedUntilSpark
 
 #: the message of the refused import, should anything else in a compactor command ask for pandas
 REFUSED = "pandas is not loaded in a compactor command that does not run Spark (compactor.runtime.pyarrow_pandas)"
 
 
-def _is_pandas(name: str) -> bool:
-    return name == "pandas" or name.startswith("pandas.")
-
-
-class _PandasAfterSpark(importlib.abc.MetaPathFinder):
-    def find_spec(self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None) -> Any:
-        if _is_pandas(name):
-            raise ModuleNotFoundError(REFUSED, name=name)
-        if name == "pyspark":
-            lift()
-        return None
-
-
-_FINDER = _PandasAfterSpark()
-
-
 def defer_pandas() -> None:
     """Refuse pandas until pyspark is imported (nothing to do when pandas or pyspark is loaded already, or
     when ``COMPACTOR_LEAN_IMPORTS=0``)."""
-    import os
-
-    if os.environ.get("COMPACTOR_LEAN_IMPORTS", "1") == "0" or _FINDER in sys.meta_path:
-        return
-    if "pandas" in sys.modules or "pyspark" in sys.modules:
-        return
-    sys.meta_path.insert(0, _FINDER)
+    _FINDER.install(unless_loaded=("pandas", "pyspark"))
 
 
 def lift() -> None:
     """Allow pandas again, and turn pyarrow's pandas support back on if pyarrow recorded it absent."""
-    if _FINDER not in sys.meta_path:
+    if not _FINDER.remove():
         return
-    sys.meta_path.remove(_FINDER)
     lib = sys.modules.get("pyarrow.lib")
     shim = getattr(lib, "_pandas_api", None)
     if shim is None:
@@ -66,3 +41,6 @@ def lift() -> None:
         shim.pd  # noqa: B018 - the strict check imports pandas and records it present
     except ImportError:  # not installed, or too old for this pyarrow: pyarrow says so when it is used
         pass
+
+
+_FINDER = RefusedUntilSpark("pandas", REFUSED, lift)

@@ -63,11 +63,14 @@ def test_the_import_check_sees_pyarrow_compute_when_a_cast_loads_it() -> None:
 
 
 def test_the_check_can_fail_numpy_loads_when_lean_imports_are_off(tmp_path: Path) -> None:
-    """The same plan with COMPACTOR_LEAN_IMPORTS=0 (the escape hatch) loads numpy with pyarrow."""
+    """The same plan with COMPACTOR_LEAN_IMPORTS=0 (the escape hatch) loads numpy with pyarrow, and pandas
+    too where it is installed (pyarrow imports it on its first conversion of Python values)."""
     _, proj, _ = lake_project(tmp_path)
     r = _run(["plan", "--project-dir", str(proj), "--out", str(tmp_path / "plan.json")], COMPACTOR_LEAN_IMPORTS="0")
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    assert "numpy._core" in _loaded(r.stderr)
+    loaded = _loaded(r.stderr)
+    assert "numpy._core" in loaded
+    assert ("pandas.core" in loaded) == (importlib.util.find_spec("pandas") is not None)
 
 
 def test_a_plan_for_the_spark_engine_loads_numpy(tmp_path: Path) -> None:
