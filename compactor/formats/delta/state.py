@@ -76,9 +76,10 @@ def configure_delta_rs_allocator() -> bool:
 #: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
 #: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
 DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
-_NEEDS_LOOK = re.compile(r"[^A-Za-z0-9/!$&'()+,\-.:;=@_~]")
-#: the bytes of a path that needs no look (ASCII letters, digits and DELTA_RS_SAFE)
-_PLAIN_BYTES = (string.ascii_letters + string.digits + DELTA_RS_SAFE).encode()
+#: what a path that needs no look is made of: ASCII letters, digits and DELTA_RS_SAFE
+_PLAIN = string.ascii_letters + string.digits + DELTA_RS_SAFE
+_PLAIN_BYTES = _PLAIN.encode()
+_NEEDS_LOOK = re.compile(f"[^{re.escape(_PLAIN)}]")
 
 
 def _as_type(arr: Any, typ: pa.DataType) -> Any:
