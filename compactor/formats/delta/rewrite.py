@@ -220,8 +220,8 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
     marker = ctx.commit_metadata[MARKER]
-    prepared = _take_prepared(ctx, rewrites) or _prepare(rewrites, inputs, ctx, engine, schema, marker,
-                                                                background=False)
+    prepared = _take_prepared(ctx, rewrites) or \
+        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False)
     results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()
