@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import posixpath
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -120,8 +121,14 @@ def optimize_sql(path: str, partitions: Mapping[str, str | None] | Sequence[Mapp
     return sql
 
 
-def vacuum_sql(path: str, retention_hours: int, dry_run: bool) -> str:
-    return f"VACUUM delta.`{path}` RETAIN {int(retention_hours)} HOURS" + (" DRY RUN" if dry_run else "")
+def vacuum_sql(path: str, retention_hours: float, dry_run: bool) -> str:
+    """Delta's VACUUM statement; a fractional retention to the millisecond, rounded up (Delta's parser
+    takes a decimal number of hours)."""
+    if retention_hours == int(retention_hours):
+        hours = str(int(retention_hours))
+    else:
+        hours = f"{math.ceil(retention_hours * 3_600_000) / 3_600_000:.12f}".rstrip("0")
+    return f"VACUUM delta.`{path}` RETAIN {hours} HOURS" + (" DRY RUN" if dry_run else "")
 
 
 def java_error(e: BaseException, limit: int = 600) -> str:

@@ -47,8 +47,9 @@ class TableState:
     protocol: Protocol = field(default_factory=Protocol)
     #: Delta schema as JSON (metadata.schemaString), for engines that must write the same schema
     schema_json: str | None = None
-    #: number of files a vacuum would delete, when cheaply knowable
-    vacuum_candidates: int | None = None
+    #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,
+    #: sorted), None when they could not be listed
+    vacuum_candidates: tuple[str, ...] | None = None
     #: what the format knows beside the files, typed by the format (formats/delta/facts.py DeltaFacts,
     #: formats/file_sink/state.py SinkFacts); None when nothing is known
     extra: object = None

@@ -40,16 +40,20 @@ class Precondition:
     def check(self, live: Collection[str], paths: Collection[str]) -> None:
         """Raise PlanError when ``paths`` are not the files this precondition was planned with, and
         StalePlanError when one of them is no longer in ``live``."""
+        self.check_digest(paths)
+        gone = [p for p in paths if p not in live]
+        if gone:
+            raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})",
+                                 hint="the table changed since planning; re-plan or use --replan-stale")
+
+    def check_digest(self, paths: Collection[str]) -> None:
+        """Raise PlanError when ``paths`` are not the files this precondition was planned with."""
         if not self.digest:
             raise PlanError("the action has no precondition digest: the plan was edited after `compactor plan` "
                             "wrote it", hint="re-run `compactor plan`")
         if digest_paths(paths) != self.digest:
             raise PlanError("the action's files do not match its precondition digest: the plan was edited "
                             "after `compactor plan` wrote it", hint="re-run `compactor plan`")
-        gone = [p for p in paths if p not in live]
-        if gone:
-            raise StalePlanError(f"{len(gone)} planned input file(s) are no longer live (e.g. {gone[0]})",
-                                 hint="the table changed since planning; re-plan or use --replan-stale")
 
 
 Partition = Mapping[str, "str | None"]
@@ -80,6 +84,11 @@ class Action:
     def input_paths(self) -> tuple[str, ...]:
         """Every file this action replaces (the union of its bins)."""
         return tuple(p for b in self.bins for p in b)
+
+    @property
+    def digested_paths(self) -> tuple[str, ...]:
+        """The files its precondition's digest covers: those it replaces (a vacuum: those it may delete)."""
+        return self.input_paths
 
     def check(self, live: Collection[str]) -> None:
         self.precondition.check(live, self.input_paths)
@@ -150,9 +159,22 @@ class VacuumAction(Action):
 
     type: ClassVar[str] = "vacuum"
     retention_hours: int
+    #: apply lists what the VACUUM would delete before deleting anything, and deletes nothing unless every
+    #: file listed is in ``files`` (compactor/formats/delta/maintenance.py)
     dry_run_first: bool = True
     #: how many files a vacuum would delete when planned (a delta-rs dry run), None when unknown
     files_to_delete: int | None = None
+    #: those files, relative to the table root as stored, sorted (None when they could not be listed);
+    #: the precondition's digest covers them, so an edited list is an edited plan
+    files: tuple[str, ...] | None = None
+
+    @property
+    def digested_paths(self) -> tuple[str, ...]:
+        return self.files or ()
+
+    def check(self, live: Collection[str]) -> None:
+        """Only the digest: the files a vacuum deletes are never live (apply's own dry run checks them)."""
+        self.precondition.check_digest(self.digested_paths)
 
 
 @dataclass(frozen=True, kw_only=True)

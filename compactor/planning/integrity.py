@@ -106,6 +106,12 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
             out.append("the policy does not enable vacuum")
         elif a.retention_hours != vacuum_retention_hours(r):
             out.append(f"retention_hours {a.retention_hours} is not the policy's {vacuum_retention_hours(r)}")
+        if r is not None and a.dry_run_first != r.vacuum.dry_run_first:
+            out.append(f"dry_run_first {a.dry_run_first} is not the policy's {r.vacuum.dry_run_first}")
+        if a.files is not None:
+            if a.files_to_delete != len(a.files):
+                out.append(f"files_to_delete {a.files_to_delete} does not match the {len(a.files)} file(s) it lists")
+            out += sorted({x for p in a.files if (x := path_problem(p)) is not None})
     elif isinstance(a, SetPropertiesAction):
         r = policy.retention
         declared = declared_properties(r) if r is not None and r.manage_properties else {}
@@ -135,7 +141,7 @@ def _shape_problems(a: Action) -> list[str]:
     out = []
     if not a.precondition.digest:
         out.append("it has no precondition digest")
-    elif digest_paths(paths) != a.precondition.digest:
+    elif digest_paths(a.digested_paths) != a.precondition.digest:
         out.append("its files do not match its precondition digest (bins were edited)")
     if a.bins and any(not b for b in a.bins):
         out.append("a bin is empty")

@@ -76,17 +76,18 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
     elif not changes:
         skips.append(Skip(SkipReason.RETENTION_IN_SYNC, None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
-    if retention.vacuum.enabled and state.vacuum_candidates == 0 and not changes:
+    listed = state.vacuum_candidates
+    if retention.vacuum.enabled and listed == () and not changes:
         # converged: a table that needs nothing gets no action (plan --detailed-exitcode 0); a plan that
         # changes the retention properties keeps its vacuum (it runs under the new retention)
         skips.append(Skip(SkipReason.NOTHING_TO_VACUUM, None, {}, "a VACUUM now would delete no file"))
     elif retention.vacuum.enabled:
         hours = vacuum_retention_hours(retention)
         actions.append(VacuumAction(
-            precondition=Precondition.of(state.version, ()), retention_hours=hours,
-            dry_run_first=retention.vacuum.dry_run_first, files_to_delete=state.vacuum_candidates,
-            input_files=state.vacuum_candidates or 0,
+            precondition=Precondition.of(state.version, listed or ()), retention_hours=hours,
+            dry_run_first=retention.vacuum.dry_run_first, files_to_delete=None if listed is None else len(listed),
+            files=listed, input_files=len(listed or ()),
             reason=f"delete files removed from the log more than {hours}h ago"
-                   + (f" ({state.vacuum_candidates} file(s) now)" if state.vacuum_candidates is not None else ""),
+                   + (f" ({len(listed)} file(s) now)" if listed is not None else ""),
         ))
     return actions, skips

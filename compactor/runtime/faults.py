@@ -34,6 +34,7 @@ POINTS: dict[str, str] = {
     "sink.journal_written": "a sink rewrite's journal is written; nothing else",
     "sink.before_swap": "a sink rewrite's outputs are in place; the manifest not yet replaced",
     "sink.after_swap": "the manifest is replaced; the ledger and journal not yet updated",
+    "delta.vacuum_listed": "a VACUUM's files are listed (apply's dry run); none deleted yet",
     "lease.acquired": "the table lease is held; nothing else done",
     "engine.worker_bin": "a local-engine worker process is about to rewrite its bin (in the worker, not in compactor's own process)",
 }

@@ -12,6 +12,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.run import partition_filters
+from compactor.formats.delta.state import vacuum_candidates
+from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     Action,
     CompactAction,
@@ -77,7 +79,10 @@ def test_vacuum_dry_run_lists_files_and_real_run_deletes_only_removed_files(tmp_
     removed = {f for f in (p.name for p in (t / "date=2024-01-01").glob("*.parquet"))} - {
         Path(f["path"]).name for f in _live(t)}
     assert len(removed) == 5
-    vacuum = VacuumAction(retention_hours=0, precondition=Precondition.of(None, ()))
+    listed = vacuum_candidates(TableLocation(str(t)), 0)  # as the plan lists them (dry_run_first)
+    assert listed is not None and {Path(f).name for f in listed} == removed
+    vacuum = VacuumAction(retention_hours=0, files=listed, files_to_delete=len(listed),
+                          precondition=Precondition.of(None, listed))
     run = apply_plan(_plan(t, vacuum), target=Target(), dry_run=True)
     (r,) = run.results
     assert r.status == "skipped" and r.details.file_count == 5

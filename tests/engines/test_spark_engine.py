@@ -14,6 +14,10 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
+from compactor.formats.delta.state import vacuum_candidates
+from compactor.models.table import TableLocation
+from compactor.planning.actions import Precondition, VacuumAction
+from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import exactly_once, ids, make_table, plan_for
@@ -158,6 +162,9 @@ def test_native_sql_is_built_as_data() -> None:
     assert optimize_sql("/lake/t", [{"d": "a"}, {"d": None}]) == \
         "OPTIMIZE delta.`/lake/t` WHERE (`d` = 'a') OR (`d` IS NULL)"
     assert vacuum_sql("/lake/t", 168, True) == "VACUUM delta.`/lake/t` RETAIN 168 HOURS DRY RUN"
+    # a fractional retention, rounded up to the millisecond: never a horizon later than asked for
+    assert vacuum_sql("/lake/t", 168 + 2 / 3600, False) == "VACUUM delta.`/lake/t` RETAIN 168.000555555556 HOURS"
+    assert vacuum_sql("/lake/t", 0.5, False) == "VACUUM delta.`/lake/t` RETAIN 0.5 HOURS"
 
 
 @pytest.mark.delta_jars
@@ -186,3 +193,56 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     assert [(r.files_removed, r.files_added) for r in run.results] == [(6, 1), (6, 1)]
     assert {r.table_version_after for r in run.results} == {v0 + 1}
     assert " OR " in run.results[0].details.sql
+
+
+def _vacuum_plan(t: Path, action: VacuumAction) -> Plan:
+    table = TablePlan(name="t", path=str(t), format="delta", engine="spark", version=DeltaTable(str(t)).version(),
+                      partition_columns=("date",), actions=(action,))
+    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
+                target={"engine": "spark"}, tables=(table,))
+
+
+def _reviewed_vacuum(t: Path) -> VacuumAction:
+    """A vacuum at zero retention listing what a VACUUM would delete now, as `compactor plan` lists it."""
+    files = vacuum_candidates(TableLocation(str(t)), 0)
+    assert files is not None
+    return VacuumAction(retention_hours=0, files=files, files_to_delete=len(files),
+                        precondition=Precondition.of(None, files))
+
+
+def _data_files(t: Path) -> set[str]:
+    """The table's data files on disk (delta-spark also writes a checkpoint into the log as it commits)."""
+    return {r for p in t.rglob("*.parquet") if not (r := p.relative_to(t).as_posix()).startswith("_delta_log/")}
+
+
+@pytest.mark.delta_jars
+def test_vacuum_with_delta_spark_deletes_only_the_reviewed_files(delta_spark, tmp_path: Path) -> None:
+    """dry_run_first through delta-spark: VACUUM DRY RUN first, nothing deleted when it lists a file the
+    plan did not; else the VACUUM, its retention grown by the time since the listing (a fractional number
+    of hours), deletes exactly the listed files."""
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=5)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(str(t)).optimize.compact()
+    first = _reviewed_vacuum(t)
+    n = make_table(t, partitions=1, appends=2, start=n)
+    DeltaTable(str(t)).optimize.compact()  # 3 more removed files, deletable at once, not in the plan
+    before = _data_files(t)
+    # VACUUM lists the table in this many tasks (10,000 by default: about 30 s a listing on local[2])
+    listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    delta_spark.conf.set(listing, "4")
+    try:
+        run = apply_plan(_vacuum_plan(t, first), target=SPARK, engine=SparkEngine(SPARK))
+        (r,) = run.results
+        assert r.status == "error" and "VACUUM would now delete 3 file(s) the reviewed plan did not list" in r.error
+        assert _data_files(t) == before
+        again = _reviewed_vacuum(t)
+        assert again.files is not None and len(again.files) == 8
+        run = apply_plan(_vacuum_plan(t, again), target=SPARK, engine=SparkEngine(SPARK))
+    finally:
+        delta_spark.conf.unset(listing)
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert r.details.engine == "delta-spark" and set(r.details.files) == set(again.files)
+    assert _data_files(t) == before - set(again.files)
+    exactly_once(t, n)

@@ -107,6 +107,7 @@ class DeltaFormat:
                    session: TableSession | None = None) -> TableState:
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state, vacuum_candidates
+        from compactor.planning.retention import vacuum_retention_hours
 
         planning = policy is not None and policy.enabled and session is None
         early: tuple[int, DuplicateFacts] | None = None
@@ -123,7 +124,7 @@ class DeltaFormat:
             state = read_delta_state(table)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
-            state = replace(state, vacuum_candidates=vacuum_candidates(table, r.deleted_file_retention))
+            state = replace(state, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
         if planning:  # (apply runs the planned repair)
             facts = early[1] if early is not None and early[0] == state.version else \
                 duplicate_facts(table, state.version)

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import logging
+import math
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from compactor.errors import (
@@ -17,11 +20,17 @@ from compactor.planning.actions import (
     VacuumAction,
 )
 from compactor.planning.retention import DELETED, parse_interval
+from compactor.runtime.faults import crash_point
 
 log = logging.getLogger(__name__)
 
 
 def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
+    """VACUUM the table at the plan's retention. With ``dry_run_first`` (the default) the files it would
+    delete are listed first, and nothing is deleted unless every one is in the reviewed plan's list
+    (``unreviewed``); the delete then takes no file that list did not hold (delta-spark: the retention
+    grows by the time since the listing, so the horizon is the listing's; delta-rs: its whole-hour
+    retention cannot, so the files it deleted are checked against the list after, an error naming any other)."""
     dt = handle(ctx)
     hours = int(action.retention_hours)
     # the state, not the handle: in a dry run, a set_properties planned before this action has not run
@@ -31,29 +40,85 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         # never below what the table declares (delta-rs would refuse too; say why clearly)
         raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
                          hint="apply the set_properties action first or raise the policy's retention")
+    if action.dry_run_first and action.files is None:
+        raise ApplyError("retention.vacuum.dry_run_first is on, but the plan does not list the files this VACUUM "
+                         "would delete (they could not be listed when it was planned); nothing was deleted",
+                         hint="re-run `compactor plan`, or set retention.vacuum.dry_run_first: false to vacuum "
+                              "without a reviewed list")
     engine: Any = ctx.engine() if ctx.target.engine == "spark" else None
     if isinstance(engine, SqlEngine) and engine.delta_sql_available() \
             and engine.native_commits_safe(ctx.table.path):
-        from compactor.engines.spark import vacuum_sql
-
-        # VACUUM reports the files it would delete only in a dry run
-        path = engine.hadoop_path(ctx.table.path)
-        candidates = [r[0] for r in engine.sql(vacuum_sql(path, hours, True))]
-        if not ctx.dry_run:
-            fence(ctx)
-            engine.sql(vacuum_sql(path, hours, False))
-        return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
-                             version_after=handle(ctx).version(),
-                             details=ActionDetails(dry_run=ctx.dry_run, files=sorted(candidates)[:1000],
-                                                   file_count=len(candidates), engine="delta-spark"))
+        return _vacuum_with_spark(action, ctx, engine, hours)
     check_writable(ctx)
     # checked above against the (possibly simulated) table property; delta-rs would check the stored one
-    if not ctx.dry_run:
+    listed: list[str] | None = None
+    if action.dry_run_first or ctx.dry_run:
+        listed = dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True)
+        if action.dry_run_first:
+            unreviewed("VACUUM would now delete", listed, action)
+        crash_point("delta.vacuum_listed")
+    if ctx.dry_run:
+        files = listed or []
+    else:
         fence(ctx)
-    files = dt.vacuum(retention_hours=hours, dry_run=ctx.dry_run, enforce_retention_duration=not ctx.dry_run)
+        # on the log as it is now: a full VACUUM on an older snapshot would take a file committed since,
+        # written before the horizon, for one the log never named
+        dt = handle(ctx)
+        files = dt.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=True, full=True)
+        if action.dry_run_first:
+            unreviewed("VACUUM deleted", files, action, after=True)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
                          version_after=dt.version(),
                          details=ActionDetails(dry_run=ctx.dry_run, files=sorted(files)[:1000], file_count=len(files)))
+
+
+def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngine, hours: int) -> ActionOutcome:
+    """delta-spark's VACUUM: it reports the files it deletes only in a dry run, which always runs first."""
+    from compactor.engines.spark import vacuum_sql
+
+    path = engine.hadoop_path(ctx.table.path)
+    listed_at = time.time()
+    candidates = [_relative(str(r[0]), path) for r in engine.sql(vacuum_sql(path, hours, True))]
+    if action.dry_run_first:
+        unreviewed("VACUUM would now delete", candidates, action)
+    crash_point("delta.vacuum_listed")
+    if not ctx.dry_run:
+        fence(ctx)
+        # the listing's horizon: the retention grows by the time since the listing began, and a second
+        # for the call's own way to the JVM's clock (Delta's VACUUM takes fractional hours), so the delete
+        # takes no file that became old enough since
+        since = math.ceil(time.time() - listed_at) + 1 if action.dry_run_first else 0
+        engine.sql(vacuum_sql(path, hours + since / 3600, False))
+    return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
+                         version_after=handle(ctx).version(),
+                         details=ActionDetails(dry_run=ctx.dry_run, files=sorted(candidates)[:1000],
+                                               file_count=len(candidates), engine="delta-spark"))
+
+
+def unreviewed(what: str, files: Sequence[str], action: VacuumAction, *, after: bool = False) -> None:
+    """Raise ApplyError naming the files in ``files`` that the reviewed plan's list does not hold."""
+    planned = set(action.files or ())
+    extra = sorted(f for f in files if f not in planned)
+    if not extra:
+        return
+    shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+    if after:  # became old enough between the listing and the delete (delta-rs' retention is whole hours)
+        raise ApplyError(f"{what} {len(extra)} file(s) the reviewed plan did not list ({shown}): they became "
+                         f"old enough to delete after apply listed them; every one was unreferenced by the log",
+                         hint="nothing to undo: the log references none of them; plan again before the next vacuum")
+    raise ApplyError(f"{what} {len(extra)} file(s) the reviewed plan did not list ({shown}); nothing was deleted",
+                     hint="re-run `compactor plan` to review them (retention.vacuum.dry_run_first is on)")
+
+
+def _relative(path: str, root: str) -> str:
+    """A file delta-spark's VACUUM names (an absolute Hadoop path), relative to the table's ``root`` as
+    stored; as it is when it lies under no form of the root (the reviewed list then never holds it)."""
+    base = root.rstrip("/")
+    forms = [base] if "://" in base else [base, "file:" + base, "file://" + base]
+    for form in forms:
+        if path.startswith(form + "/"):
+            return path[len(form) + 1:]
+    return path
 
 
 def set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOutcome:

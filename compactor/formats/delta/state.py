@@ -285,13 +285,15 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
     return out
 
 
-def vacuum_candidates(table: TableLocation, retention_s: int) -> int | None:
-    """How many files a VACUUM with this retention would delete now (a delta-rs dry run); None if unknown."""
+def vacuum_candidates(table: TableLocation, retention_hours: int) -> tuple[str, ...] | None:
+    """The files a VACUUM with this retention would delete now (a delta-rs dry run in full mode, as
+    delta-spark's VACUUM lists: removed files and files the log never named), relative to the table root
+    as stored, sorted; None if they cannot be listed."""
     from deltalake import DeltaTable
 
-    hours = max(1, -(-retention_s // 3600))
     try:
         dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
-        return len(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False))
-    except Exception:  # noqa: BLE001 - a count we cannot get is reported as unknown
+        return tuple(sorted(dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False,
+                                      full=True)))
+    except Exception:  # noqa: BLE001 - files we cannot list are reported as unknown
         return None

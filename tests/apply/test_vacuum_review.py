@@ -1,0 +1,182 @@
+"""`retention.vacuum.dry_run_first`: a VACUUM deletes only files the reviewed plan lists.
+
+The plan lists the files a VACUUM would delete (delta-rs' dry run, full mode); apply lists them again
+first and deletes nothing unless the plan holds every one; the plan's list is in its precondition digest,
+so an edited list is an edited plan. Real delta-rs tables, the real CLI; the Spark side is in
+tests/engines/test_spark_engine.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+from deltalake import DeltaTable
+
+from compactor.cli import cli
+from compactor.formats.delta.state import vacuum_candidates
+from compactor.models.table import TableLocation
+from compactor.planning.actions import Precondition, VacuumAction
+from compactor.planning.plan import Plan, TablePlan
+from compactor.project.model import Target
+from compactor.runtime import faults
+from compactor.tasks.apply import apply_plan
+from tests.apply.helpers import exactly_once, make_table, one_table_project
+
+
+def _plan(t: Path, action: VacuumAction) -> Plan:
+    table = TablePlan(name="t", path=str(t), format="delta", engine="local", version=DeltaTable(str(t)).version(),
+                      partition_columns=("date",), actions=(action,))
+    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
+                target={"engine": "local"}, tables=(table,))
+
+
+def _reviewed(t: Path, *, dry_run_first: bool = True, listed: tuple[str, ...] | None = ()) -> VacuumAction:
+    """A vacuum at zero retention listing what a VACUUM would delete now (``listed=None``: not listed)."""
+    files = vacuum_candidates(TableLocation(str(t)), 0) if listed == () else listed
+    return VacuumAction(retention_hours=0, dry_run_first=dry_run_first, files=files,
+                        files_to_delete=None if files is None else len(files),
+                        precondition=Precondition.of(None, files or ()))
+
+
+def _removed_table(t: Path) -> int:
+    """A table whose deleted files may be vacuumed at once, with 5 of them removed by a compaction."""
+    n = make_table(t, partitions=1, appends=5)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(str(t)).optimize.compact()
+    return n
+
+
+def _on_disk(t: Path) -> set[str]:
+    return {p.relative_to(t).as_posix() for p in t.rglob("*.parquet")}
+
+
+def test_apply_deletes_exactly_the_files_the_plan_lists(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = _removed_table(t)
+    action = _reviewed(t)
+    assert action.files is not None and len(action.files) == 5
+    before = _on_disk(t)
+    run = apply_plan(_plan(t, action), target=Target())
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert r.files_removed == 5 and set(r.details.files) == set(action.files)
+    assert _on_disk(t) == before - set(action.files)
+    exactly_once(t, n)
+
+
+def test_a_file_old_enough_since_the_plan_stops_the_vacuum_before_anything_is_deleted(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = _removed_table(t)
+    action = _reviewed(t)
+    n = make_table(t, partitions=1, appends=2, start=n)
+    DeltaTable(str(t)).optimize.compact()  # removes 3 more files, deletable at once: not in the plan's list
+    before = _on_disk(t)
+    run = apply_plan(_plan(t, action), target=Target())
+    (r,) = run.results
+    assert r.status == "error" and "VACUUM would now delete 3 file(s) the reviewed plan did not list" in r.error
+    assert "nothing was deleted" in r.error and not run.ok
+    assert _on_disk(t) == before
+    # without dry_run_first the vacuum takes whatever is old enough when it runs
+    run = apply_plan(_plan(t, _reviewed(t, dry_run_first=False, listed=action.files)), target=Target())
+    assert run.ok and run.results[0].files_removed == 8
+    exactly_once(t, n)
+
+
+def test_a_plan_that_could_not_list_the_files_is_refused_unless_dry_run_first_is_off(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    n = _removed_table(t)
+    before = _on_disk(t)
+    run = apply_plan(_plan(t, _reviewed(t, listed=None)), target=Target())
+    (r,) = run.results
+    assert r.status == "error" and "the plan does not list the files this VACUUM would delete" in r.error
+    assert _on_disk(t) == before
+    run = apply_plan(_plan(t, _reviewed(t, dry_run_first=False, listed=None)), target=Target())
+    assert run.ok and run.results[0].files_removed == 5
+    exactly_once(t, n)
+
+
+def test_files_old_enough_between_the_listing_and_the_delete_are_reported_as_an_error(tmp_path: Path) -> None:
+    """delta-rs' retention is whole hours: what the delete took beyond the list is named after the fact."""
+    t = tmp_path / "t"
+    n = _removed_table(t)
+    action = _reviewed(t)
+
+    def race(name: str) -> None:
+        if name == "delta.vacuum_listed":
+            make_table(t, partitions=1, appends=2, start=n)
+            DeltaTable(str(t)).optimize.compact()
+
+    previous = faults.set_hook(race)
+    try:
+        run = apply_plan(_plan(t, action), target=Target())
+    finally:
+        faults.set_hook(previous)
+    (r,) = run.results
+    assert r.status == "error" and "VACUUM deleted 3 file(s) the reviewed plan did not list" in r.error
+    assert "became old enough to delete after apply listed them" in r.error
+    exactly_once(t, n + 100)  # the log references no missing file (the race appended ids n..n+99)
+
+
+def test_apply_dry_run_predicts_the_refusal(tmp_path: Path) -> None:
+    t = tmp_path / "t"
+    _removed_table(t)
+    action = _reviewed(t)
+    make_table(t, partitions=1, appends=2, start=10_000)
+    DeltaTable(str(t)).optimize.compact()
+    before = _on_disk(t)
+    run = apply_plan(_plan(t, action), target=Target(), dry_run=True)
+    assert "did not list" in (run.results[0].error or "")
+    assert _on_disk(t) == before
+
+
+def _orphan(t: Path, days: float) -> str:
+    """A data file the log never named (a writer that died before its commit), ``days`` old."""
+    rel = "date=2024-01-01/part-00000-orphan.parquet"
+    pq.write_table(pa.table({"id": [1]}), t / rel)
+    old = time.time() - days * 86400
+    os.utime(t / rel, (old, old))
+    return rel
+
+
+def _project(tmp_path: Path, t: Path) -> Path:
+    p = one_table_project(tmp_path / "proj", t)
+    (p / "policies" / "t.yml").write_text((p / "policies" / "t.yml").read_text()
+                                          + "    retention: {deleted_file_retention: 7d, vacuum: {enabled: true}}\n")
+    return p
+
+
+def _vacuum_params(plan_file: Path) -> dict:
+    doc = json.loads(plan_file.read_text())
+    return next(a for a in doc["tables"][0]["actions"] if a["type"] == "vacuum")["params"]
+
+
+def test_the_plan_lists_the_files_and_an_edited_list_is_refused(tmp_path: Path) -> None:
+    t = tmp_path / "lake" / "t"
+    n = make_table(t, partitions=1, appends=1)
+    orphan = _orphan(t, days=10)
+    _orphan_young = t / "date=2024-01-01" / "part-00000-young.parquet"
+    pq.write_table(pa.table({"id": [2]}), _orphan_young)  # written now: no VACUUM takes it yet
+    p = _project(tmp_path, t)
+    plan_file = p / "target" / "plan.json"
+    r = CliRunner().invoke(cli, ["plan", "--project-dir", str(p), "--out", str(plan_file)], catch_exceptions=False)
+    assert r.exit_code in (0, 2), r.output
+    params = _vacuum_params(plan_file)
+    assert params["files"] == [orphan] and params["files_to_delete"] == 1 and params["dry_run_first"] is True
+    reviewed = plan_file.read_text()
+    for edit in ({"files": []}, {"dry_run_first": False}):
+        doc = json.loads(reviewed)
+        next(a for a in doc["tables"][0]["actions"] if a["type"] == "vacuum")["params"].update(edit)
+        plan_file.write_text(json.dumps(doc))
+        r = CliRunner().invoke(cli, ["apply", str(plan_file), "--project-dir", str(p)], catch_exceptions=False)
+        assert r.exit_code != 0, (edit, r.output)
+        assert (t / orphan).exists()
+    plan_file.write_text(reviewed)
+    r = CliRunner().invoke(cli, ["apply", str(plan_file), "--project-dir", str(p)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert not (t / orphan).exists() and _orphan_young.exists()
+    exactly_once(t, n)
