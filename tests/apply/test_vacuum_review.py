@@ -180,3 +180,25 @@ def test_the_plan_lists_the_files_and_an_edited_list_is_refused(tmp_path: Path) 
     assert r.exit_code == 0, r.output
     assert not (t / orphan).exists() and _orphan_young.exists()
     exactly_once(t, n)
+
+
+def test_a_file_removed_twice_is_one_file_to_review_and_delete(tmp_path: Path) -> None:
+    """Two compactions of the same files (delta-rs from a stale handle: the duplicate hazard of
+    delta-compaction.md) leave two tombstones for each; delta-rs' VACUUM names each twice (its delete once
+    relative, once absolute). Each is one file in the plan's list and in what apply deleted, no error."""
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=3)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    stale = DeltaTable(str(t))
+    DeltaTable(str(t)).optimize.compact()
+    stale.optimize.compact()  # removes the same 3 files again
+    raw = DeltaTable(str(t)).vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True)
+    assert len(raw) == 6 and len(set(raw)) == 3  # what this test is about
+    action = _reviewed(t)
+    assert action.files is not None and len(action.files) == 3 and action.files_to_delete == 3
+    before = _on_disk(t)
+    run = apply_plan(_plan(t, action), target=Target())
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert r.files_removed == 3 and set(r.details.files) == set(action.files)
+    assert _on_disk(t) == before - set(action.files)

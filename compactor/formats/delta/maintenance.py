@@ -14,6 +14,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.formats.delta.state import stored_files
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
@@ -51,20 +52,23 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         return _vacuum_with_spark(action, ctx, engine, hours)
     check_writable(ctx)
     # checked above against the (possibly simulated) table property; delta-rs would check the stored one
-    listed: list[str] | None = None
+    root = ctx.location.uri
+    listed: tuple[str, ...] | None = None
     if action.dry_run_first or ctx.dry_run:
-        listed = dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=True)
+        listed = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
+                                        full=True), root)
         if action.dry_run_first:
             unreviewed("VACUUM would now delete", listed, action)
         crash_point("delta.vacuum_listed")
     if ctx.dry_run:
-        files = listed or []
+        files = listed or ()
     else:
         fence(ctx)
         # on the log as it is now: a full VACUUM on an older snapshot would take a file committed since,
         # written before the horizon, for one the log never named
         dt = handle(ctx)
-        files = dt.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=True, full=True)
+        files = stored_files(dt.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=True,
+                                       full=True), root)
         if action.dry_run_first:
             unreviewed("VACUUM deleted", files, action, after=True)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
@@ -78,7 +82,7 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
 
     path = engine.hadoop_path(ctx.table.path)
     listed_at = time.time()
-    candidates = [_relative(str(r[0]), path) for r in engine.sql(vacuum_sql(path, hours, True))]
+    candidates = stored_files([str(r[0]) for r in engine.sql(vacuum_sql(path, hours, True))], path)
     if action.dry_run_first:
         unreviewed("VACUUM would now delete", candidates, action)
     crash_point("delta.vacuum_listed")
@@ -108,17 +112,6 @@ def unreviewed(what: str, files: Sequence[str], action: VacuumAction, *, after: 
                          hint="nothing to undo: the log references none of them; plan again before the next vacuum")
     raise ApplyError(f"{what} {len(extra)} file(s) the reviewed plan did not list ({shown}); nothing was deleted",
                      hint="re-run `compactor plan` to review them (retention.vacuum.dry_run_first is on)")
-
-
-def _relative(path: str, root: str) -> str:
-    """A file delta-spark's VACUUM names (an absolute Hadoop path), relative to the table's ``root`` as
-    stored; as it is when it lies under no form of the root (the reviewed list then never holds it)."""
-    base = root.rstrip("/")
-    forms = [base] if "://" in base else [base, "file:" + base, "file://" + base]
-    for form in forms:
-        if path.startswith(form + "/"):
-            return path[len(form) + 1:]
-    return path
 
 
 def set_properties(action: SetPropertiesAction, ctx: ActionContext) -> ActionOutcome:

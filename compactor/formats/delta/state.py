@@ -288,12 +288,33 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
 def vacuum_candidates(table: TableLocation, retention_hours: int) -> tuple[str, ...] | None:
     """The files a VACUUM with this retention would delete now (a delta-rs dry run in full mode, as
     delta-spark's VACUUM lists: removed files and files the log never named), relative to the table root
-    as stored, sorted; None if they cannot be listed."""
+    as stored, sorted, each once; None if they cannot be listed."""
     from deltalake import DeltaTable
 
     try:
         dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
-        return tuple(sorted(dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False,
-                                      full=True)))
+        listed = dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False, full=True)
     except Exception:  # noqa: BLE001 - files we cannot list are reported as unknown
         return None
+    return stored_files(listed, table.uri)
+
+
+def stored_files(names: list[str], root: str) -> tuple[str, ...]:
+    """The files a VACUUM names, relative to the table ``root`` as stored, sorted, each once. delta-rs names
+    most relative to the table, but a file the log removed twice (two compactions of one file) once
+    relative and once absolute; delta-spark names each by its absolute Hadoop path. A name under no form
+    of the root stays as it is (a reviewed list, always relative, never holds it)."""
+    base = local_path(root).rstrip("/")
+    if is_remote(root):
+        bucket_key = base.split("://", 1)[1]
+        forms = [base, bucket_key, bucket_key.partition("/")[2]]
+    else:
+        forms = [base, "file:" + base, "file://" + base]
+    out = set()
+    for name in names:
+        for form in forms:
+            if form and name.startswith(form + "/"):
+                name = name[len(form) + 1:]
+                break
+        out.add(name)
+    return tuple(sorted(out))
