@@ -4,7 +4,7 @@ Operations (``OPS``): appends, DELETE, UPDATE, MERGE (upsert), RESTORE, ADD COLU
 ``optimize.compact()`` (also from a handle loaded a few operations earlier: the duplicate hazard of
 delta-compaction.md), compactor ``apply`` (its plan made now, or a few operations earlier: stale), a
 compactor apply killed at a random crash point (runtime/faults.py; the next apply recovers), checkpoints
-and VACUUM with zero retention. Column mapping + RENAME COLUMN is not generated: delta-rs cannot write
+and VACUUM with zero retention, by delta-rs and by compactor's apply (dry_run_first, raced). Column mapping + RENAME COLUMN is not generated: delta-rs cannot write
 those commits (tests/schema writes them by hand, as delta-spark does, between two commit groups).
 
 The oracle is a dict id -> value per table version; compactor and optimize never change it; RESTORE
@@ -27,6 +27,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.formats.delta.state import vacuum_candidates
+from compactor.models.table import TableLocation
+from compactor.planning.actions import Precondition, VacuumAction
+from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.runtime import faults, liveness
 from compactor.tasks.apply import apply_plan
@@ -36,6 +40,10 @@ Row = tuple[int, int]  # (id, value)
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
                 "delta.repair_after_commit",
                 "delta.repair_before_commit", "lease.acquired")
+
+
+#: the table property compactor's VACUUM at zero retention needs (it never goes below the table's)
+ZERO_RETENTION = ("delta.deletedFileRetentionDuration", "interval 0 hours")
 
 
 class Killed(BaseException):
@@ -213,12 +221,46 @@ class History:
         self.handles.clear()  # a job that read the table before VACUUM would read deleted files
         self.log.append("vacuum retention 0")
 
+    def compactor_vacuum(self) -> None:
+        """compactor's VACUUM through apply, at zero retention, with dry_run_first: its list made now, or
+        before an optimize removed more files (then refused, nothing deleted); or an optimize commits
+        between apply's listing and its delete (what the delete took beyond the list is an error after
+        the fact, and the log must name no missing file: the delete runs on the log as it is then)."""
+        dt = DeltaTable(str(self.path))
+        if dt.metadata().configuration.get(ZERO_RETENTION[0]) != ZERO_RETENTION[1]:
+            dt.alter.set_table_properties(dict([ZERO_RETENTION]))  # a RESTORE may have taken it back
+        before = self.expected_before_maintenance()
+        listed = vacuum_candidates(TableLocation(str(self.path)), 0)
+        how = self.rng.choice(["now", "optimize after the listing", "optimize racing the delete"])
+        if how == "optimize after the listing":
+            DeltaTable(str(self.path)).optimize.compact()
+        action = VacuumAction(retention_hours=0, files=listed, files_to_delete=None if listed is None else len(listed),
+                              precondition=Precondition.of(None, listed or ()))
+        table = TablePlan(name="t", path=str(self.path), format="delta", engine="local", version=self.version,
+                          partition_columns=("p",), actions=(action,))
+        plan = Plan(compactor_version="fuzz", generated_at="2026-01-01T00:00:00Z", project="fuzz",
+                    target={"engine": "local"}, tables=(table,))
+
+        def race(point: str) -> None:
+            if point == "delta.vacuum_listed" and how == "optimize racing the delete":
+                DeltaTable(str(self.path)).optimize.compact()
+
+        previous = faults.set_hook(race)
+        try:
+            run = apply_plan(plan, target=Target(), watch_s=0)
+        finally:
+            faults.set_hook(previous)
+        self.floor = self.version
+        self.handles.clear()
+        self._after(before)
+        self.log.append(f"compactor vacuum, {how}: {run.results[0].status} ({run.results[0].files_removed} deleted)")
+
 
 OPS: list[tuple[float, Callable[[History], None]]] = [
     (6, History.append), (1.2, History.delete), (1.2, History.update), (0.8, History.merge),
     (0.8, History.restore), (0.4, History.add_column), (2.5, History.read_handle), (2.5, History.optimize),
     (1.5, History.plan), (3, History.apply), (1.5, lambda h: h.apply(h.rng.choice(CRASH_POINTS))),
-    (0.5, History.checkpoint), (0.4, History.vacuum), (1.2, History.race),
+    (0.5, History.checkpoint), (0.4, History.vacuum), (1.2, History.race), (0.4, History.compactor_vacuum),
 ]
 
 
