@@ -14,13 +14,16 @@ from compactor.engines.local import LocalEngine
 from compactor.errors import TableReadError
 from compactor.formats import get_format
 from compactor.formats.delta.log import commits_after, read_commit
+from compactor.formats.delta.state import vacuum_candidates
 from compactor.formats.discover import discover_tables
 from compactor.models.table import TableLocation
+from compactor.planning.actions import Precondition, VacuumAction
+from compactor.planning.plan import Plan, TablePlan
 from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntry, pending_journals
 from compactor.runtime.lease import LEASE_PATH
 from compactor.runtime.storage import Storage, StorageError
 from compactor.tasks.apply import apply_plan
-from tests.objectstore.helpers import exactly_once, journals, make_table, plan_for, target, unreferenced
+from tests.objectstore.helpers import exactly_once, ids, journals, make_table, plan_for, target, unreferenced
 
 
 def test_plan_and_apply_compact_every_row_once(store_root):
@@ -219,3 +222,45 @@ def test_abfss_uris_on_azure(azure_server):
     exactly_once(uri, so, n)
     exactly_once(azure_server.uri(key), so, n)  # the same table through az://
     assert journals(uri, so) == [] and unreferenced(uri, so) == set()
+
+
+
+def _listed_vacuum(uri: str, so) -> Plan:  # type: ignore[no-untyped-def]
+    """A plan of one vacuum at zero retention listing what a VACUUM would delete now."""
+    files = vacuum_candidates(TableLocation(uri, so), 0)
+    assert files is not None and all("://" not in f and not f.startswith("/") for f in files), files
+    action = VacuumAction(retention_hours=0, files=files, files_to_delete=len(files),
+                          precondition=Precondition.of(None, files))
+    table = TablePlan(name="t", path=uri, format="delta", engine="local", version=None,
+                      partition_columns=("date",), actions=(action,))
+    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
+                target={"engine": "local"}, tables=(table,))
+
+
+def test_vacuum_deletes_only_the_reviewed_files_on_the_store(store_root):
+    """dry_run_first on each store: the plan's list names each file once, relative to the table, also a
+    file the log removed twice (delta-rs names it once per tombstone, its delete once relative and once by
+    its store path); a file removed after the plan stops the vacuum before anything is deleted."""
+    uri, so = store_root.child("t"), store_root.storage_options
+    n = make_table(uri, so, partitions=1, appends=3)
+    DeltaTable(uri, storage_options=so or None).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    stale = DeltaTable(uri, storage_options=so or None)
+    DeltaTable(uri, storage_options=so or None).optimize.compact()
+    stale.optimize.compact()  # the same 3 files removed again: two tombstones each
+    reviewed = _listed_vacuum(uri, so)
+    assert reviewed.tables[0].actions[0].files_to_delete == 3  # type: ignore[attr-defined]
+    n = make_table(uri, so, partitions=1, appends=2, start=n)
+    # removes the 2 appends and both compactions' outputs: 4 more, not reviewed
+    DeltaTable(uri, storage_options=so or None).optimize.compact()
+    run = apply_plan(reviewed, target=target(so))
+    assert run.results[0].status == "error" and "would now delete 4 file(s) the reviewed plan did not list" in run.results[0].error
+    again = _listed_vacuum(uri, so)
+    files = again.tables[0].actions[0].files  # type: ignore[attr-defined]
+    assert len(files) == 7  # nothing was deleted
+    run = apply_plan(again, target=target(so))
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert r.files_removed == 7 and set(r.details.files) == set(files)
+    assert vacuum_candidates(TableLocation(uri, so), 0) == ()
+    assert set(ids(uri, so)) == set(range(n))  # every row still there (the stale optimize's live twice)

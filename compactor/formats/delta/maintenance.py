@@ -14,7 +14,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
-from compactor.formats.delta.state import stored_files
+from compactor.formats.delta.state import present, stored_files
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
@@ -54,9 +54,12 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     # checked above against the (possibly simulated) table property; delta-rs would check the stored one
     root = ctx.location.uri
     listed: tuple[str, ...] | None = None
+    gone: set[str] = set()  # named by an expired tombstone, already deleted (not counted, not reviewed)
     if action.dry_run_first or ctx.dry_run:
-        listed = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
-                                        full=True), root)
+        named = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
+                                       full=True), root)
+        listed = present(named, ctx.location)
+        gone = set(named) - set(listed)
         if action.dry_run_first:
             unreviewed("VACUUM would now delete", listed, action)
         crash_point("delta.vacuum_listed")
@@ -67,8 +70,9 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         # on the log as it is now: a full VACUUM on an older snapshot would take a file committed since,
         # written before the horizon, for one the log never named
         dt = handle(ctx)
-        files = stored_files(dt.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=True,
-                                       full=True), root)
+        files = tuple(f for f in stored_files(dt.vacuum(retention_hours=hours, dry_run=False,
+                                                        enforce_retention_duration=True, full=True), root)
+                      if f not in gone)
         if action.dry_run_first:
             unreviewed("VACUUM deleted", files, action, after=True)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,

@@ -287,16 +287,31 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
 
 def vacuum_candidates(table: TableLocation, retention_hours: int) -> tuple[str, ...] | None:
     """The files a VACUUM with this retention would delete now (a delta-rs dry run in full mode, as
-    delta-spark's VACUUM lists: removed files and files the log never named), relative to the table root
-    as stored, sorted, each once; None if they cannot be listed."""
+    delta-spark's VACUUM lists: removed files and files the log never named) that are on storage, relative
+    to the table root as stored, sorted, each once; None if they cannot be listed."""
     from deltalake import DeltaTable
 
     try:
         dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
         listed = dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False, full=True)
+        return present(stored_files(listed, table.uri), table)
     except Exception:  # noqa: BLE001 - files we cannot list are reported as unknown
         return None
-    return stored_files(listed, table.uri)
+
+
+def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
+    """Those of ``files`` (relative to the table) that are on storage. delta-rs' VACUUM names every removed
+    file whose tombstone is older than the retention, also one an earlier VACUUM already deleted (the
+    tombstone stays in the log until log retention drops it): a plan would list them again at every run and
+    never converge. One listing per folder they lie in."""
+    from compactor.runtime.storage import storage_for
+
+    store = storage_for(table.uri, table.storage_options)
+    found: set[str] = set()
+    for folder in sorted({f.rpartition("/")[0] for f in files}):
+        objects, _ = store.list_dir(folder)
+        found.update(o.path for o in objects)
+    return tuple(f for f in files if f in found)
 
 
 def stored_files(names: list[str], root: str) -> tuple[str, ...]:
