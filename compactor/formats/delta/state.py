@@ -317,8 +317,10 @@ def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
 def stored_files(names: list[str], root: str) -> tuple[str, ...]:
     """The files a VACUUM names, relative to the table ``root`` as stored, sorted, each once. delta-rs names
     most relative to the table, but a file the log removed twice (two compactions of one file) once
-    relative and once absolute; delta-spark names each by its absolute Hadoop path. A name under no form
-    of the root stays as it is (a reviewed list, always relative, never holds it)."""
+    relative and once by its store path (local: the absolute path; Azure: the key without the container,
+    seen on Azurite); delta-spark names each by its absolute Hadoop path. A name under no form of the root
+    stays as it is (a reviewed list, always relative, never holds it). On an object store a file inside
+    the table under folders spelling the table's own key would be read as such a twin."""
     base = local_path(root).rstrip("/")
     if is_remote(root):
         bucket_key = base.split("://", 1)[1]
