@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
@@ -202,3 +203,22 @@ def test_a_file_removed_twice_is_one_file_to_review_and_delete(tmp_path: Path) -
     assert r.status == "success", r.error
     assert r.files_removed == 3 and set(r.details.files) == set(action.files)
     assert _on_disk(t) == before - set(action.files)
+
+
+@pytest.mark.parametrize("partitions", [1, 20])  # one listing per folder; one of the whole table past 16
+def test_a_file_an_earlier_vacuum_deleted_is_not_listed_again(tmp_path: Path, partitions: int) -> None:
+    """delta-rs names a removed file as long as its tombstone stays in the log, also after a VACUUM
+    deleted it: the plan lists only files on storage, so a vacuumed table converges."""
+    t = tmp_path / "t"
+    make_table(t, partitions=partitions, appends=2)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(str(t)).optimize.compact()
+    assert len(vacuum_candidates(TableLocation(str(t)), 0) or ()) == 2 * partitions
+    DeltaTable(str(t)).vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False, full=True)
+    named = DeltaTable(str(t)).vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True)
+    assert len(named) == 2 * partitions  # what this test is about: named again, deleted already
+    assert vacuum_candidates(TableLocation(str(t)), 0) == ()
+    orphan = _orphan(t, days=1)  # a file of a writer that died: listed among them
+    assert vacuum_candidates(TableLocation(str(t)), 0) == (orphan,)
+    run = apply_plan(_plan(t, _reviewed(t)), target=Target())
+    assert run.ok and run.results[0].files_removed == 1 and not (t / orphan).exists()

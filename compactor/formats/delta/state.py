@@ -303,15 +303,24 @@ def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
     """Those of ``files`` (relative to the table) that are on storage. delta-rs' VACUUM names every removed
     file whose tombstone is older than the retention, also one an earlier VACUUM already deleted (the
     tombstone stays in the log until log retention drops it): a plan would list them again at every run and
-    never converge. One listing per folder they lie in."""
+    never converge. One listing of each folder they lie in, or of the whole table where they lie in more
+    than ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself)."""
     from compactor.runtime.storage import storage_for
 
     store = storage_for(table.uri, table.storage_options)
-    found: set[str] = set()
-    for folder in sorted({f.rpartition("/")[0] for f in files}):
-        objects, _ = store.list_dir(folder)
-        found.update(o.path for o in objects)
+    folders = sorted({f.rpartition("/")[0] for f in files})
+    if len(folders) > _FOLDER_LISTINGS:
+        found = {o.path for o in store.list("")}
+    else:
+        found = set()
+        for folder in folders:
+            objects, _ = store.list_dir(folder)
+            found.update(o.path for o in objects)
     return tuple(f for f in files if f in found)
+
+
+#: folders listed one by one before ``present`` lists the whole table instead (a listing request each)
+_FOLDER_LISTINGS = 16
 
 
 def stored_files(names: list[str], root: str) -> tuple[str, ...]:
