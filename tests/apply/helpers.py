@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -12,8 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.formats.delta.state import vacuum_candidates
 from compactor.models.table import TableLocation
-from compactor.planning.plan import Plan
+from compactor.planning.actions import Action, Precondition, VacuumAction
+from compactor.planning.plan import Plan, TablePlan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
 from compactor.tasks.plan import build_plan
@@ -83,3 +86,28 @@ def one_table_project(root: Path, table: Path, compaction: str = "{target_file_s
     (root / "policies" / "t.yml").write_text(
         f"version: 1\ntables:\n  - name: t\n    path: {table}\n    compaction: {compaction}\n")
     return root
+
+
+def vacuum_reviewing(files: tuple[str, ...] | None, *, dry_run_first: bool = True) -> VacuumAction:
+    """A vacuum at zero retention whose plan listed ``files`` (None: the plan could not list them)."""
+    return VacuumAction(retention_hours=0, dry_run_first=dry_run_first, files=files,
+                        files_to_delete=None if files is None else len(files),
+                        precondition=Precondition.of(None, files or ()))
+
+
+def listed_vacuum(uri: str, storage_options: Mapping[str, str] | None = None, *,
+                  dry_run_first: bool = True) -> VacuumAction:
+    """A vacuum at zero retention listing what a VACUUM would delete now, as `compactor plan` lists it."""
+    files = vacuum_candidates(TableLocation(uri, storage_options), 0)
+    assert files is not None and all("://" not in f and not f.startswith("/") for f in files), files
+    return vacuum_reviewing(files, dry_run_first=dry_run_first)
+
+
+def one_action_plan(uri: str, action: Action, storage_options: Mapping[str, str] | None = None, *,
+                    engine: str = "local", partition_columns: tuple[str, ...] = ("date",)) -> Plan:
+    """A plan of one table (``uri``) holding ``action`` alone, at the table's version now."""
+    table = TablePlan(name="t", path=uri, format="delta", engine=engine,
+                      version=DeltaTable(uri, storage_options=dict(storage_options or {}) or None).version(),
+                      partition_columns=partition_columns, actions=(action,))
+    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
+                target={"engine": engine}, tables=(table,))

@@ -21,27 +21,23 @@ from deltalake import DeltaTable
 from compactor.cli import cli
 from compactor.formats.delta.state import vacuum_candidates
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Precondition, VacuumAction
-from compactor.planning.plan import Plan, TablePlan
+from compactor.planning.actions import VacuumAction
+from compactor.planning.plan import Plan
 from compactor.project.model import Target
 from compactor.runtime import faults
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import exactly_once, make_table, one_table_project
+from tests.apply.helpers import (
+    exactly_once,
+    listed_vacuum,
+    make_table,
+    one_action_plan,
+    one_table_project,
+    vacuum_reviewing,
+)
 
 
 def _plan(t: Path, action: VacuumAction) -> Plan:
-    table = TablePlan(name="t", path=str(t), format="delta", engine="local", version=DeltaTable(str(t)).version(),
-                      partition_columns=("date",), actions=(action,))
-    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
-                target={"engine": "local"}, tables=(table,))
-
-
-def _reviewed(t: Path, *, dry_run_first: bool = True, listed: tuple[str, ...] | None = ()) -> VacuumAction:
-    """A vacuum at zero retention listing what a VACUUM would delete now (``listed=None``: not listed)."""
-    files = vacuum_candidates(TableLocation(str(t)), 0) if listed == () else listed
-    return VacuumAction(retention_hours=0, dry_run_first=dry_run_first, files=files,
-                        files_to_delete=None if files is None else len(files),
-                        precondition=Precondition.of(None, files or ()))
+    return one_action_plan(str(t), action)
 
 
 def _removed_table(t: Path) -> int:
@@ -59,7 +55,7 @@ def _on_disk(t: Path) -> set[str]:
 def test_apply_deletes_exactly_the_files_the_plan_lists(tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = _removed_table(t)
-    action = _reviewed(t)
+    action = listed_vacuum(str(t))
     assert action.files is not None and len(action.files) == 5
     before = _on_disk(t)
     run = apply_plan(_plan(t, action), target=Target())
@@ -73,7 +69,7 @@ def test_apply_deletes_exactly_the_files_the_plan_lists(tmp_path: Path) -> None:
 def test_a_file_old_enough_since_the_plan_stops_the_vacuum_before_anything_is_deleted(tmp_path: Path) -> None:
     t = tmp_path / "t"
     n = _removed_table(t)
-    action = _reviewed(t)
+    action = listed_vacuum(str(t))
     n = make_table(t, partitions=1, appends=2, start=n)
     DeltaTable(str(t)).optimize.compact()  # removes 3 more files, deletable at once: not in the plan's list
     before = _on_disk(t)
@@ -83,7 +79,7 @@ def test_a_file_old_enough_since_the_plan_stops_the_vacuum_before_anything_is_de
     assert "nothing was deleted" in r.error and not run.ok
     assert _on_disk(t) == before
     # without dry_run_first the vacuum takes whatever is old enough when it runs
-    run = apply_plan(_plan(t, _reviewed(t, dry_run_first=False, listed=action.files)), target=Target())
+    run = apply_plan(_plan(t, vacuum_reviewing(action.files, dry_run_first=False)), target=Target())
     assert run.ok and run.results[0].files_removed == 8
     exactly_once(t, n)
 
@@ -92,11 +88,11 @@ def test_a_plan_that_could_not_list_the_files_is_refused_unless_dry_run_first_is
     t = tmp_path / "t"
     n = _removed_table(t)
     before = _on_disk(t)
-    run = apply_plan(_plan(t, _reviewed(t, listed=None)), target=Target())
+    run = apply_plan(_plan(t, vacuum_reviewing(None)), target=Target())
     (r,) = run.results
     assert r.status == "error" and "the plan does not list the files this VACUUM would delete" in r.error
     assert _on_disk(t) == before
-    run = apply_plan(_plan(t, _reviewed(t, dry_run_first=False, listed=None)), target=Target())
+    run = apply_plan(_plan(t, vacuum_reviewing(None, dry_run_first=False)), target=Target())
     assert run.ok and run.results[0].files_removed == 5
     exactly_once(t, n)
 
@@ -105,7 +101,7 @@ def test_files_old_enough_between_the_listing_and_the_delete_are_reported_as_an_
     """delta-rs' retention is whole hours: what the delete took beyond the list is named after the fact."""
     t = tmp_path / "t"
     n = _removed_table(t)
-    action = _reviewed(t)
+    action = listed_vacuum(str(t))
 
     def race(name: str) -> None:
         if name == "delta.vacuum_listed":
@@ -126,7 +122,7 @@ def test_files_old_enough_between_the_listing_and_the_delete_are_reported_as_an_
 def test_apply_dry_run_predicts_the_refusal(tmp_path: Path) -> None:
     t = tmp_path / "t"
     _removed_table(t)
-    action = _reviewed(t)
+    action = listed_vacuum(str(t))
     make_table(t, partitions=1, appends=2, start=10_000)
     DeltaTable(str(t)).optimize.compact()
     before = _on_disk(t)
@@ -195,7 +191,7 @@ def test_a_file_removed_twice_is_one_file_to_review_and_delete(tmp_path: Path) -
     stale.optimize.compact()  # removes the same 3 files again
     raw = DeltaTable(str(t)).vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True)
     assert len(raw) == 6 and len(set(raw)) == 3  # what this test is about
-    action = _reviewed(t)
+    action = listed_vacuum(str(t))
     assert action.files is not None and len(action.files) == 3 and action.files_to_delete == 3
     before = _on_disk(t)
     run = apply_plan(_plan(t, action), target=Target())
@@ -220,5 +216,5 @@ def test_a_file_an_earlier_vacuum_deleted_is_not_listed_again(tmp_path: Path, pa
     assert vacuum_candidates(TableLocation(str(t)), 0) == ()
     orphan = _orphan(t, days=1)  # a file of a writer that died: listed among them
     assert vacuum_candidates(TableLocation(str(t)), 0) == (orphan,)
-    run = apply_plan(_plan(t, _reviewed(t)), target=Target())
+    run = apply_plan(_plan(t, listed_vacuum(str(t))), target=Target())
     assert run.ok and run.results[0].files_removed == 1 and not (t / orphan).exists()

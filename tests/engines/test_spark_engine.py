@@ -14,13 +14,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
-from compactor.formats.delta.state import vacuum_candidates
-from compactor.models.table import TableLocation
-from compactor.planning.actions import Precondition, VacuumAction
-from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import exactly_once, ids, make_table, plan_for
+from tests.apply.helpers import exactly_once, ids, listed_vacuum, make_table, one_action_plan, plan_for
 
 pytestmark = pytest.mark.spark
 SPARK = Target(engine="spark")
@@ -195,21 +191,6 @@ def test_native_optimize_with_delta_jars(delta_spark, tmp_path: Path) -> None:
     assert " OR " in run.results[0].details.sql
 
 
-def _vacuum_plan(t: Path, action: VacuumAction) -> Plan:
-    table = TablePlan(name="t", path=str(t), format="delta", engine="spark", version=DeltaTable(str(t)).version(),
-                      partition_columns=("date",), actions=(action,))
-    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
-                target={"engine": "spark"}, tables=(table,))
-
-
-def _reviewed_vacuum(t: Path) -> VacuumAction:
-    """A vacuum at zero retention listing what a VACUUM would delete now, as `compactor plan` lists it."""
-    files = vacuum_candidates(TableLocation(str(t)), 0)
-    assert files is not None
-    return VacuumAction(retention_hours=0, files=files, files_to_delete=len(files),
-                        precondition=Precondition.of(None, files))
-
-
 def _data_files(t: Path) -> set[str]:
     """The table's data files on disk (delta-spark also writes a checkpoint into the log as it commits)."""
     return {r for p in t.rglob("*.parquet") if not (r := p.relative_to(t).as_posix()).startswith("_delta_log/")}
@@ -224,7 +205,7 @@ def test_vacuum_with_delta_spark_deletes_only_the_reviewed_files(delta_spark, tm
     n = make_table(t, partitions=1, appends=5)
     DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
     DeltaTable(str(t)).optimize.compact()
-    first = _reviewed_vacuum(t)
+    first = listed_vacuum(str(t))
     n = make_table(t, partitions=1, appends=2, start=n)
     DeltaTable(str(t)).optimize.compact()  # 3 more removed files, deletable at once, not in the plan
     before = _data_files(t)
@@ -232,13 +213,13 @@ def test_vacuum_with_delta_spark_deletes_only_the_reviewed_files(delta_spark, tm
     listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
     delta_spark.conf.set(listing, "4")
     try:
-        run = apply_plan(_vacuum_plan(t, first), target=SPARK, engine=SparkEngine(SPARK))
+        run = apply_plan(one_action_plan(str(t), first, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
         (r,) = run.results
         assert r.status == "error" and "VACUUM would now delete 3 file(s) the reviewed plan did not list" in r.error
         assert _data_files(t) == before
-        again = _reviewed_vacuum(t)
+        again = listed_vacuum(str(t))
         assert again.files is not None and len(again.files) == 8
-        run = apply_plan(_vacuum_plan(t, again), target=SPARK, engine=SparkEngine(SPARK))
+        run = apply_plan(one_action_plan(str(t), again, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
     finally:
         delta_spark.conf.unset(listing)
     (r,) = run.results

@@ -29,12 +29,10 @@ from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.state import vacuum_candidates
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Precondition, VacuumAction
-from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.runtime import faults, liveness
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import plan_for
+from tests.apply.helpers import one_action_plan, plan_for, vacuum_reviewing
 
 Row = tuple[int, int]  # (id, value)
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
@@ -234,12 +232,7 @@ class History:
         how = self.rng.choice(["now", "optimize after the listing", "optimize racing the delete"])
         if how == "optimize after the listing":
             DeltaTable(str(self.path)).optimize.compact()
-        action = VacuumAction(retention_hours=0, files=listed, files_to_delete=None if listed is None else len(listed),
-                              precondition=Precondition.of(None, listed or ()))
-        table = TablePlan(name="t", path=str(self.path), format="delta", engine="local", version=self.version,
-                          partition_columns=("p",), actions=(action,))
-        plan = Plan(compactor_version="fuzz", generated_at="2026-01-01T00:00:00Z", project="fuzz",
-                    target={"engine": "local"}, tables=(table,))
+        plan = one_action_plan(str(self.path), vacuum_reviewing(listed), partition_columns=("p",))
 
         def race(point: str) -> None:
             if point == "delta.vacuum_listed" and how == "optimize racing the delete":

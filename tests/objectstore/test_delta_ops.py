@@ -17,12 +17,11 @@ from compactor.formats.delta.log import commits_after, read_commit
 from compactor.formats.delta.state import vacuum_candidates
 from compactor.formats.discover import discover_tables
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Precondition, VacuumAction
-from compactor.planning.plan import Plan, TablePlan
 from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntry, pending_journals
 from compactor.runtime.lease import LEASE_PATH
 from compactor.runtime.storage import Storage, StorageError
 from compactor.tasks.apply import apply_plan
+from tests.apply.helpers import listed_vacuum, one_action_plan
 from tests.objectstore.helpers import exactly_once, ids, journals, make_table, plan_for, target, unreferenced
 
 
@@ -167,7 +166,7 @@ def test_z_order_and_vacuum_on_the_store(store_root):
     import datetime as dt
 
     from compactor.formats.delta.state import read_delta_state
-    from compactor.planning.actions import VacuumAction, ZOrderAction  # noqa: F401
+    from compactor.planning.actions import ZOrderAction  # noqa: F401
     from compactor.policy.model import Compaction, TablePolicy, Triggers
     from compactor.tasks.plan import build_plan
 
@@ -225,18 +224,6 @@ def test_abfss_uris_on_azure(azure_server):
 
 
 
-def _listed_vacuum(uri: str, so) -> Plan:  # type: ignore[no-untyped-def]
-    """A plan of one vacuum at zero retention listing what a VACUUM would delete now."""
-    files = vacuum_candidates(TableLocation(uri, so), 0)
-    assert files is not None and all("://" not in f and not f.startswith("/") for f in files), files
-    action = VacuumAction(retention_hours=0, files=files, files_to_delete=len(files),
-                          precondition=Precondition.of(None, files))
-    table = TablePlan(name="t", path=uri, format="delta", engine="local", version=None,
-                      partition_columns=("date",), actions=(action,))
-    return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
-                target={"engine": "local"}, tables=(table,))
-
-
 def test_vacuum_deletes_only_the_reviewed_files_on_the_store(store_root):
     """dry_run_first on each store: the plan's list names each file once, relative to the table, also a
     file the log removed twice (delta-rs names it once per tombstone, its delete once relative and once by
@@ -248,14 +235,14 @@ def test_vacuum_deletes_only_the_reviewed_files_on_the_store(store_root):
     stale = DeltaTable(uri, storage_options=so or None)
     DeltaTable(uri, storage_options=so or None).optimize.compact()
     stale.optimize.compact()  # the same 3 files removed again: two tombstones each
-    reviewed = _listed_vacuum(uri, so)
+    reviewed = one_action_plan(uri, listed_vacuum(uri, so), so)
     assert reviewed.tables[0].actions[0].files_to_delete == 3  # type: ignore[attr-defined]
     n = make_table(uri, so, partitions=1, appends=2, start=n)
     # removes the 2 appends and both compactions' outputs: 4 more, not reviewed
     DeltaTable(uri, storage_options=so or None).optimize.compact()
     run = apply_plan(reviewed, target=target(so))
     assert run.results[0].status == "error" and "would now delete 4 file(s) the reviewed plan did not list" in run.results[0].error
-    again = _listed_vacuum(uri, so)
+    again = one_action_plan(uri, listed_vacuum(uri, so), so)
     files = again.tables[0].actions[0].files  # type: ignore[attr-defined]
     assert len(files) == 7  # nothing was deleted
     run = apply_plan(again, target=target(so))
