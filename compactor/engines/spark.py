@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import posixpath
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.footer_check import column_problem, input_footers, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
+from compactor.engines.spark_sql import INVENTORY_SCHEMA, java_error, sql_literal, vacuum_sql
 from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
 from compactor.project.model import Target
 from compactor.runtime.paths import filesystem, hadoop_uri, is_remote
@@ -84,10 +85,6 @@ def file_name(location: str) -> str:
     return posixpath.basename(location)
 
 
-def _sql_literal(value: str | None) -> str:
-    return "NULL" if value is None else "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def bin_map(names: Sequence[Sequence[str]]) -> str:
     """A SQL expression of the map from each file name to its bin's index (``names[i]``: bin i's names).
     One JSON string literal read by ``from_json``, folded to a constant as the query is optimized: the
@@ -97,56 +94,7 @@ def bin_map(names: Sequence[Sequence[str]]) -> str:
     import json
 
     text = json.dumps({n: i for i, ns in enumerate(names) for n in ns}, ensure_ascii=False, separators=(",", ":"))
-    return f"from_json({_sql_literal(text)}, 'map<string,int>')"
-
-
-def partition_predicate(partition: Mapping[str, str | None]) -> str | None:
-    """A Spark SQL predicate selecting exactly one partition."""
-    if not partition:
-        return None
-    return " AND ".join(f"`{c}` IS NULL" if v is None else f"`{c}` = {_sql_literal(v)}" for c, v in partition.items())
-
-
-def optimize_sql(path: str, partitions: Mapping[str, str | None] | Sequence[Mapping[str, str | None]],
-                 z_order_by: Sequence[str] = ()) -> str:
-    """OPTIMIZE of one partition, or of several at once (``partitions`` a list: their predicates OR-ed)."""
-    sql = f"OPTIMIZE delta.`{path}`"
-    preds = [partition_predicate(p) for p in ([partitions] if isinstance(partitions, Mapping) else partitions)]
-    if len(preds) == 1 and preds[0]:
-        sql += f" WHERE {preds[0]}"
-    elif len(preds) > 1 and all(preds):
-        sql += " WHERE " + " OR ".join(f"({p})" for p in preds)
-    if z_order_by:
-        sql += " ZORDER BY (" + ", ".join(f"`{c}`" for c in z_order_by) + ")"
-    return sql
-
-
-def vacuum_sql(path: str, retention_hours: float, dry_run: bool) -> str:
-    """Delta's VACUUM statement; a fractional retention to the millisecond, rounded up (Delta's parser
-    takes a decimal number of hours)."""
-    if retention_hours == int(retention_hours):
-        hours = str(int(retention_hours))
-    else:
-        hours = f"{math.ceil(retention_hours * 3_600_000) / 3_600_000:.12f}".rstrip("0")
-    return f"VACUUM delta.`{path}` RETAIN {hours} HOURS" + (" DRY RUN" if dry_run else "")
-
-
-def java_error(e: BaseException, limit: int = 600) -> str:
-    """The readable part of an error raised through py4j: the Java exception's message and its root
-    cause ("Caused by:"), without the stack frames (a Py4JJavaError's text is the whole Java stack)."""
-    lines = [ln.strip() for ln in str(e).splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "...", "JVM stacktrace:"))
-             and not ln.startswith("An error occurred while calling")]
-    head = lines[0].lstrip(": ") if lines else type(e).__name__
-    causes = [ln for ln in lines if ln.startswith("Caused by:")]
-    text = head if not causes or causes[-1][len("Caused by:"):].strip() in head else f"{head} ({causes[-1]})"
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def optimize_conf(target_file_size: int, min_file_size: int) -> dict[str, str]:
-    """delta-spark's bin-packing settings (the full key: a short one is silently ignored)."""
-    return {"spark.databricks.delta.optimize.maxFileSize": str(int(target_file_size)),
-            "spark.databricks.delta.optimize.minFileSize": str(int(min_file_size))}
+    return f"from_json({sql_literal(text)}, 'map<string,int>')"
 
 
 class SparkEngine:
@@ -218,6 +166,20 @@ class SparkEngine:
             if not type(e).__module__.startswith(("py4j", "pyspark")):
                 raise
             raise ApplyError(f"{statement}: {java_error(e)}") from e
+
+    def vacuum_files(self, path: str, retention_hours: int, files: Sequence[tuple[str, int, float]]) -> None:
+        """Delta's VACUUM of ``path`` considering only ``files`` (each: its name as Delta's dry run gave it,
+        its size, its modification time in seconds) instead of a listing of the table: Delta deletes those
+        of them it finds deletable now (untracked or removed, older than the retention, by a snapshot it
+        reads now), and no other file."""
+        view = f"compactor_vacuum_files_{uuid.uuid4().hex}"
+        rows = [(name, int(size), False, int(mtime * 1000)) for name, size, mtime in files]
+        self.spark.createDataFrame(rows, INVENTORY_SCHEMA).createOrReplaceTempView(view)
+        try:
+            self.sql(vacuum_sql(path, retention_hours, False,
+                                inventory=f"SELECT path, length, isDir, modificationTime FROM {view}"))
+        finally:
+            self.spark.catalog.dropTempView(view)
 
     # ----------------------------------------------------------------- the rewrite path
 

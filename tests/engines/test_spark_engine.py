@@ -13,10 +13,20 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.engines.spark import SparkEngine, optimize_sql, partition_predicate, vacuum_sql
+from compactor.engines.spark import SparkEngine
+from compactor.engines.spark_sql import optimize_sql, partition_predicate, vacuum_sql
 from compactor.project.model import Target
+from compactor.runtime import faults
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import exactly_once, ids, listed_vacuum, make_table, one_action_plan, plan_for
+from tests.apply.helpers import (
+    exactly_once,
+    ids,
+    listed_vacuum,
+    make_table,
+    one_action_plan,
+    plan_for,
+    vacuum_reviewing,
+)
 
 pytestmark = pytest.mark.spark
 SPARK = Target(engine="spark")
@@ -158,9 +168,12 @@ def test_native_sql_is_built_as_data() -> None:
     assert optimize_sql("/lake/t", [{"d": "a"}, {"d": None}]) == \
         "OPTIMIZE delta.`/lake/t` WHERE (`d` = 'a') OR (`d` IS NULL)"
     assert vacuum_sql("/lake/t", 168, True) == "VACUUM delta.`/lake/t` RETAIN 168 HOURS DRY RUN"
-    # a fractional retention, rounded up to the millisecond: never a horizon later than asked for
-    assert vacuum_sql("/lake/t", 168 + 2 / 3600, False) == "VACUUM delta.`/lake/t` RETAIN 168.000555555556 HOURS"
-    assert vacuum_sql("/lake/t", 0.5, False) == "VACUUM delta.`/lake/t` RETAIN 0.5 HOURS"
+    assert vacuum_sql("/lake/t", 0, False, inventory="SELECT * FROM v") == \
+        "VACUUM delta.`/lake/t` USING INVENTORY (SELECT * FROM v) RETAIN 0 HOURS"
+    # whole hours only: delta-spark rounds a fraction to the nearest hour, a horizon it would not keep
+    for bad in (168 + 2 / 3600, 0.5, -1):
+        with pytest.raises(ValueError, match="whole number of hours"):
+            vacuum_sql("/lake/t", bad, False)
 
 
 @pytest.mark.delta_jars
@@ -227,3 +240,59 @@ def test_vacuum_with_delta_spark_deletes_only_the_reviewed_files(delta_spark, tm
     assert r.details.engine == "delta-spark" and set(r.details.files) == set(again.files)
     assert _data_files(t) == before - set(again.files)
     exactly_once(t, n)
+
+
+def _append_to(t: Path, start: int, appends: int, value: str = "x y") -> int:
+    """``appends`` files of 50 rows into the partition ``date=value``; ids from ``start``."""
+    for _ in range(appends):
+        write_deltalake(str(t), pa.table({"date": [value] * 50, "id": pa.array(range(start, start + 50), pa.int64())}),
+                        partition_by=["date"], mode="append")
+        start += 50
+    return start
+
+
+def _live_names(t: Path) -> set[str]:
+    """The names of the table's live files."""
+    return {Path(u).name for u in DeltaTable(str(t)).file_uris()}
+
+
+@pytest.mark.delta_jars
+@pytest.mark.parametrize("dry_run_first", [True, False])
+def test_vacuum_with_delta_spark_takes_no_file_removed_after_its_listing(delta_spark, tmp_path: Path,
+                                                                        dry_run_first: bool) -> None:
+    """The delete considers only the files the dry run listed (``USING INVENTORY``): files an optimize
+    removes between the listing and the delete stay, though at zero retention they are deletable at once
+    (delta-spark rounds a fractional retention to whole hours, so no retention could keep them), and what
+    is reported deleted is what left storage. A table root and a partition value with a space."""
+    t = tmp_path / "lake 1" / "t"
+    n = _append_to(t, 0, 5)
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(str(t)).optimize.compact()
+    listed = listed_vacuum(str(t))
+    assert listed.files is not None and len(listed.files) == 5 and all(f.startswith("date=x") for f in listed.files)
+    action = listed if dry_run_first else vacuum_reviewing(None, dry_run_first=False)
+    raced: set[str] = set()
+
+    def race(name: str) -> None:
+        if name == "delta.vacuum_listed":
+            _append_to(t, n, 2)
+            live = _live_names(t)
+            DeltaTable(str(t)).optimize.compact()
+            raced.update(live - _live_names(t))
+
+    listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    delta_spark.conf.set(listing, "4")
+    previous = faults.set_hook(race)
+    try:
+        run = apply_plan(one_action_plan(str(t), action, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
+    finally:
+        faults.set_hook(previous)
+        delta_spark.conf.unset(listing)
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert len(raced) == 3 and raced <= {Path(f).name for f in _data_files(t)}  # removed after the listing: kept
+    assert r.details.engine == "delta-spark" and set(r.details.files) == set(listed.files)
+    assert r.files_removed == 5 and not set(listed.files) & _data_files(t)
+    # every row exactly once, and no file the log names is missing (delta-rs reads each; the test
+    # helper's file-by-file read takes no table root with a space)
+    assert sorted(DeltaTable(str(t)).to_pyarrow_table(columns=["id"]).column("id").to_pylist()) == list(range(n + 100))

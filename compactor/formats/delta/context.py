@@ -49,6 +49,8 @@ class SqlEngine(Protocol):
 
     def native_commits_safe(self, uri: str) -> bool: ...
 
+    def vacuum_files(self, path: str, retention_hours: int, files: Sequence[tuple[str, int, float]]) -> None: ...
+
 
 def handle(ctx: ActionContext) -> DeltaTable:
     """The table's DeltaTable, brought up to date (kept in the table run's session)."""

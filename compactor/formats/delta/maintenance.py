@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +12,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
-from compactor.formats.delta.state import present, stored_files
+from compactor.formats.delta.state import present, stored_files, stored_names, stored_objects
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
@@ -29,9 +27,9 @@ log = logging.getLogger(__name__)
 def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     """VACUUM the table at the plan's retention. With ``dry_run_first`` (the default) the files it would
     delete are listed first, and nothing is deleted unless every one is in the reviewed plan's list
-    (``unreviewed``); the delete then takes no file that list did not hold (delta-spark: the retention
-    grows by the time since the listing, so the horizon is the listing's; delta-rs: its whole-hour
-    retention cannot, so the files it deleted are checked against the list after, an error naming any other)."""
+    (``unreviewed``); the delete then takes no file that list did not hold (delta-spark: the delete is
+    given the listed files as its inventory; delta-rs lists the table again as it deletes, so the files it
+    deleted are checked against the list after, an error naming any other)."""
     dt = handle(ctx)
     hours = int(action.retention_hours)
     # the state, not the handle: in a dry run, a set_properties planned before this action has not run
@@ -81,26 +79,33 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
 
 
 def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngine, hours: int) -> ActionOutcome:
-    """delta-spark's VACUUM: it reports the files it deletes only in a dry run, which always runs first."""
-    from compactor.engines.spark import vacuum_sql
+    """delta-spark's VACUUM: its dry run lists the files (it names them only in a dry run), then the delete
+    considers exactly those (``USING INVENTORY``, with each one's size and modification time from
+    storage): it cannot take a file that grew old enough, or was removed, after the listing (delta-spark's
+    retention is whole hours, so no horizon could be kept by the retention alone). Delta still reads the
+    log at the delete and keeps any listed file a commit since references again. What it deleted: the
+    listed files no longer on storage after it."""
+    from compactor.engines.spark_sql import vacuum_sql
 
     path = engine.hadoop_path(ctx.table.path)
-    listed_at = time.time()
-    candidates = stored_files([str(r[0]) for r in engine.sql(vacuum_sql(path, hours, True))], path)
+    names = stored_names([str(r[0]) for r in engine.sql(vacuum_sql(path, hours, True))], path)
+    on_store = stored_objects(tuple(names), ctx.location)  # a listed folder is no file to delete
+    candidates = tuple(sorted(on_store))
     if action.dry_run_first:
         unreviewed("VACUUM would now delete", candidates, action)
     crash_point("delta.vacuum_listed")
-    if not ctx.dry_run:
+    deleted = candidates
+    if not ctx.dry_run and candidates:
         fence(ctx)
-        # the listing's horizon: the retention grows by the time since the listing began, and a second
-        # for the call's own way to the JVM's clock (Delta's VACUUM takes fractional hours), so the delete
-        # takes no file that became old enough since
-        since = math.ceil(time.time() - listed_at) + 1 if action.dry_run_first else 0
-        engine.sql(vacuum_sql(path, hours + since / 3600, False))
-    return ActionOutcome(files_removed=0 if ctx.dry_run else len(candidates), version_before=ctx.state.version,
+        engine.vacuum_files(path, hours, [(names[f], on_store[f].size, on_store[f].mtime) for f in candidates])
+        kept = set(present(candidates, ctx.location))
+        deleted = tuple(f for f in candidates if f not in kept)
+        if kept:
+            log.info("VACUUM kept %d listed file(s) a commit since its listing references again", len(kept))
+    return ActionOutcome(files_removed=0 if ctx.dry_run else len(deleted), version_before=ctx.state.version,
                          version_after=handle(ctx).version(),
-                         details=ActionDetails(dry_run=ctx.dry_run, files=sorted(candidates)[:1000],
-                                               file_count=len(candidates), engine="delta-spark"))
+                         details=ActionDetails(dry_run=ctx.dry_run, files=list(deleted)[:1000],
+                                               file_count=len(deleted), engine="delta-spark"))
 
 
 def unreviewed(what: str, files: Sequence[str], action: VacuumAction, *, after: bool = False) -> None:

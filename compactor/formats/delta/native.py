@@ -114,7 +114,7 @@ def native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> A
 def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Any) -> list[ActionOutcome]:
     """One delta-spark OPTIMIZE over the actions' partitions (same settings), one commit; rows verified
     over the whole commit, files and rows reported per partition."""
-    from compactor.engines.spark import optimize_conf, optimize_sql
+    from compactor.engines.spark_sql import optimize_conf, optimize_sql
 
     uri = ctx.table.path
     dt = handle(ctx)

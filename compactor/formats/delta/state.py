@@ -32,6 +32,7 @@ from compactor.models.state import Protocol, TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.secrets import error_text, redact, register_secrets
+from compactor.runtime.storage.base import ObjectInfo
 
 log = logging.getLogger(__name__)
 
@@ -303,20 +304,25 @@ def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
     """Those of ``files`` (relative to the table) that are on storage. delta-rs' VACUUM names every removed
     file whose tombstone is older than the retention, also one an earlier VACUUM already deleted (the
     tombstone stays in the log until log retention drops it): a plan would list them again at every run and
-    never converge. One listing of each folder they lie in, or of the whole table where they lie in more
-    than ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself)."""
+    never converge."""
+    found = stored_objects(files, table)
+    return tuple(f for f in files if f in found)
+
+
+def stored_objects(files: tuple[str, ...], table: TableLocation) -> dict[str, ObjectInfo]:
+    """Those of ``files`` (relative to the table) that are on storage, with their size and modification
+    time: one listing of each folder they lie in, or of the whole table where they lie in more than
+    ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself)."""
     from compactor.runtime.storage import storage_for
 
+    wanted = set(files)
     store = storage_for(table.uri, table.storage_options)
-    folders = sorted({f.rpartition("/")[0] for f in files})
+    folders = sorted({f.rpartition("/")[0] for f in wanted})
     if len(folders) > _FOLDER_LISTINGS:
-        found = {o.path for o in store.list("")}
+        objects = store.list("")
     else:
-        found = set()
-        for folder in folders:
-            objects, _ = store.list_dir(folder)
-            found.update(o.path for o in objects)
-    return tuple(f for f in files if f in found)
+        objects = [o for folder in folders for o in store.list_dir(folder)[0]]
+    return {o.path: o for o in objects if o.path in wanted}
 
 
 #: folders listed one by one before ``present`` lists the whole table instead (a listing request each)
@@ -330,17 +336,24 @@ def stored_files(names: list[str], root: str) -> tuple[str, ...]:
     seen on Azurite); delta-spark names each by its absolute Hadoop path. A name under no form of the root
     stays as it is (a reviewed list, always relative, never holds it). On an object store a file inside
     the table under folders spelling the table's own key would be read as such a twin."""
+    return tuple(sorted(stored_names(names, root)))
+
+
+def stored_names(names: list[str], root: str) -> dict[str, str]:
+    """Each file of ``names`` (as ``stored_files`` reads them) relative to the table, to the first name
+    the VACUUM gave it."""
     base = local_path(root).rstrip("/")
     if is_remote(root):
         bucket_key = base.split("://", 1)[1]
         forms = [base, bucket_key, bucket_key.partition("/")[2]]
     else:
         forms = [base, "file:" + base, "file://" + base]
-    out = set()
+    out: dict[str, str] = {}
     for name in names:
+        relative = name
         for form in forms:
             if form and name.startswith(form + "/"):
-                name = name[len(form) + 1:]
+                relative = name[len(form) + 1:]
                 break
-        out.add(name)
-    return tuple(sorted(out))
+        out.setdefault(relative, name)
+    return out
