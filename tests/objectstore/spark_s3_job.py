@@ -117,6 +117,26 @@ def main(workdir: str, base: str, so_json: str) -> None:
     obs["delta_exactly_once"] = sorted(c) == list(range(n)) and set(c.values()) == {1}
     obs["delta_files_after"] = read_delta_state(TableLocation(uri, so)).file_count
     obs["delta_s"] = round(time.perf_counter() - t0, 1)
+
+    # ---- delta-spark's VACUUM on S3: its dry run lists, then the delete is given exactly those files
+    from deltalake import DeltaTable
+
+    from compactor.formats.delta.state import vacuum_candidates
+    from tests.apply.helpers import listed_vacuum, one_action_plan
+
+    DeltaTable(uri, storage_options=so).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    vac = listed_vacuum(uri, so)
+    # a log store named: delta-spark's commits count as safe (one JVM here), so VACUUM runs natively
+    spark.conf.set("spark.delta.logStore.s3a.impl", "io.delta.storage.S3SingleDriverLogStore")
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
+    vrun = apply_plan(one_action_plan(uri, vac, so, engine="spark"), target=target(so, "spark"))
+    obs["vacuum"] = [(r.status, r.error, r.files_removed, r.details.engine,
+                      sorted(r.details.files or ()) == sorted(vac.files or ())) for r in vrun.results]
+    obs["vacuum_listed"] = len(vac.files or ())
+    obs["vacuum_left"] = vacuum_candidates(TableLocation(uri, so), 0)
+    c = ids(uri, so)
+    obs["vacuum_exactly_once"] = sorted(c) == list(range(n)) and set(c.values()) == {1}
     spark.stop()
     print("RESULT " + json.dumps(obs), flush=True)
 

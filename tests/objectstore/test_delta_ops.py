@@ -251,3 +251,34 @@ def test_vacuum_deletes_only_the_reviewed_files_on_the_store(store_root):
     assert r.files_removed == 7 and set(r.details.files) == set(files)
     assert vacuum_candidates(TableLocation(uri, so), 0) == ()
     assert set(ids(uri, so)) == set(range(n))  # every row still there (the stale optimize's live twice)
+
+
+def test_a_folder_marker_is_no_file_to_vacuum(s3_server):
+    """Hadoop's S3A keeps an empty object ``date=x/`` for each folder it made (Spark's writes, seen in
+    tests/objectstore/test_spark_s3.py), which S3 lists as a file ``date=x`` beside the folder. delta-rs'
+    VACUUM names it as a file no log holds, but its delete (of ``date=x``) never removes it: neither the
+    plan's list nor apply's may hold it, or a vacuumed table would be planned again forever."""
+    import uuid
+
+    import boto3
+
+    uri, so = s3_server.uri(f"marker-{uuid.uuid4().hex[:8]}"), s3_server.storage_options
+    n = make_table(uri, so, partitions=1, appends=3)
+    DeltaTable(uri, storage_options=so).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    DeltaTable(uri, storage_options=so).optimize.compact()
+    s3 = boto3.client("s3", endpoint_url=so["AWS_ENDPOINT_URL"], region_name=so["AWS_REGION"],
+                      aws_access_key_id=so["AWS_ACCESS_KEY_ID"], aws_secret_access_key=so["AWS_SECRET_ACCESS_KEY"])
+    key = uri.split("://", 1)[1].partition("/")[2] + "/date=2024-01-01/"
+    s3.put_object(Bucket=s3_server.bucket, Key=key, Body=b"")
+    time.sleep(1.1)  # older than the zero retention by its whole-second modification time
+    named = DeltaTable(uri, storage_options=so).vacuum(retention_hours=0, dry_run=True,
+                                                       enforce_retention_duration=False, full=True)
+    assert "date=2024-01-01" in named  # delta-rs takes the marker for a file
+    files = vacuum_candidates(TableLocation(uri, so), 0)
+    assert files is not None and len(files) == 3 and all(f.startswith("date=2024-01-01/") for f in files), files
+    run = apply_plan(one_action_plan(uri, listed_vacuum(uri, so), so), target=target(so))
+    (r,) = run.results
+    assert r.status == "success" and r.files_removed == 3, r.error
+    assert vacuum_candidates(TableLocation(uri, so), 0) == ()  # converged: nothing to vacuum
+    assert set(ids(uri, so)) == set(range(n))

@@ -1,6 +1,6 @@
 """Spark on moto's S3 via s3a:// (hadoop-aws matching pyspark's Hadoop): a real streaming query writes a
 file sink, compactor compacts it, the query restarts with every row exactly once; the spark engine
-rewrites a Delta table on S3. One subprocess (its own JVM with hadoop-aws), tiny data."""
+rewrites a Delta table on S3, and delta-spark's VACUUM deletes exactly its listed files there. One subprocess (its own JVM with hadoop-aws), tiny data."""
 
 from __future__ import annotations
 
@@ -47,3 +47,7 @@ def test_streaming_sink_and_spark_engine_on_s3(s3_server, tmp_path: Path) -> Non
     assert [(a[0], a[2], a[3], a[4], a[5], a[6]) for a in obs["delta_apply"]] == \
         [("success", 3, 1, 30, 30, False)] * 2, obs["delta_apply"]
     assert obs["delta_exactly_once"] and obs["delta_files_after"] == 2
+    # delta-spark's VACUUM on S3 (s3a://): exactly the 6 listed files deleted, nothing left to list
+    assert obs["vacuum_listed"] == 6
+    assert obs["vacuum"] == [["success", None, 6, "delta-spark", True]], obs["vacuum"]
+    assert obs["vacuum_left"] == [] and obs["vacuum_exactly_once"]

@@ -310,9 +310,12 @@ def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
 
 
 def stored_objects(files: tuple[str, ...], table: TableLocation) -> dict[str, ObjectInfo]:
-    """Those of ``files`` (relative to the table) that are on storage, with their size and modification
-    time: one listing of each folder they lie in, or of the whole table where they lie in more than
-    ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself)."""
+    """Those of ``files`` (relative to the table) that are files on storage, with their size and
+    modification time: one listing of each folder they lie in, or of the whole table where they lie in
+    more than ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself). Not a folder's
+    marker: Hadoop's S3A keeps an empty object ``date=x/`` for a folder it made (Spark's writes), which
+    object stores list as a file ``date=x`` beside the folder; delta-rs names it as a file no log holds,
+    but its delete (of ``date=x``) never removes it, so every plan would list it again."""
     from compactor.runtime.storage import storage_for
 
     wanted = set(files)
@@ -320,9 +323,14 @@ def stored_objects(files: tuple[str, ...], table: TableLocation) -> dict[str, Ob
     folders = sorted({f.rpartition("/")[0] for f in wanted})
     if len(folders) > _FOLDER_LISTINGS:
         objects = store.list("")
+        subfolders = {o.path[:i] for o in objects for i, c in enumerate(o.path) if c == "/"}
     else:
-        objects = [o for folder in folders for o in store.list_dir(folder)[0]]
-    return {o.path: o for o in objects if o.path in wanted}
+        objects, subfolders = [], set()
+        for folder in folders:
+            found, dirs = store.list_dir(folder)
+            objects += found
+            subfolders.update(dirs)
+    return {o.path: o for o in objects if o.path in wanted and not (o.size == 0 and o.path in subfolders)}
 
 
 #: folders listed one by one before ``present`` lists the whole table instead (a listing request each)
