@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.engines.spark import SparkEngine
+from compactor.engines.spark import LISTING_TASKS, LOCAL_LISTING_TASKS, SparkEngine
 from compactor.engines.spark_sql import optimize_sql, partition_predicate, vacuum_sql
 from compactor.project.model import Target
 from compactor.runtime import faults
@@ -222,25 +222,33 @@ def test_vacuum_with_delta_spark_deletes_only_the_reviewed_files(delta_spark, tm
     n = make_table(t, partitions=1, appends=2, start=n)
     DeltaTable(str(t)).optimize.compact()  # 3 more removed files, deletable at once, not in the plan
     before = _data_files(t)
-    # VACUUM lists the table in this many tasks (10,000 by default: about 30 s a listing on local[2])
-    listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-    delta_spark.conf.set(listing, "4")
-    try:
-        run = apply_plan(one_action_plan(str(t), first, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
-        (r,) = run.results
-        assert r.status == "error" and "VACUUM would now delete 3 file(s) the reviewed plan did not list" in r.error
-        assert _data_files(t) == before
-        again = listed_vacuum(str(t))
-        assert again.files is not None and len(again.files) == 8
-        run = apply_plan(one_action_plan(str(t), again, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
-    finally:
-        delta_spark.conf.unset(listing)
+    run = apply_plan(one_action_plan(str(t), first, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
+    (r,) = run.results
+    assert r.status == "error" and "VACUUM would now delete 3 file(s) the reviewed plan did not list" in r.error
+    assert _data_files(t) == before
+    again = listed_vacuum(str(t))
+    assert again.files is not None and len(again.files) == 8
+    run = apply_plan(one_action_plan(str(t), again, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
+    assert delta_spark.conf.get(LISTING_TASKS, None) is None  # the session's own (unset) setting is back
     (r,) = run.results
     assert r.status == "success", r.error
     assert r.details.engine == "delta-spark" and set(r.details.files) == set(again.files)
     assert _data_files(t) == before - set(again.files)
     exactly_once(t, n)
 
+
+@pytest.mark.delta_jars
+def test_vacuum_lists_in_a_few_tasks_in_a_local_session_unless_the_user_says(delta_spark) -> None:
+    """Delta's VACUUM lists a table in ``parallelPartitionDiscovery.parallelism`` tasks, 10,000 by default
+    (41-66 s for a table of two folders on local[2]): a local session where it is unset lists in
+    LOCAL_LISTING_TASKS; a user's own setting stays."""
+    engine = SparkEngine(SPARK)
+    assert engine._listing_conf() == {LISTING_TASKS: str(LOCAL_LISTING_TASKS)}
+    delta_spark.conf.set(LISTING_TASKS, "100")
+    try:
+        assert engine._listing_conf() == {}
+    finally:
+        delta_spark.conf.unset(LISTING_TASKS)
 
 def _append_to(t: Path, start: int, appends: int, value: str = "x y") -> int:
     """``appends`` files of 50 rows into the partition ``date=value``; ids from ``start``."""
@@ -280,14 +288,11 @@ def test_vacuum_with_delta_spark_takes_no_file_removed_after_its_listing(delta_s
             DeltaTable(str(t)).optimize.compact()
             raced.update(live - _live_names(t))
 
-    listing = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-    delta_spark.conf.set(listing, "4")
     previous = faults.set_hook(race)
     try:
         run = apply_plan(one_action_plan(str(t), action, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
     finally:
         faults.set_hook(previous)
-        delta_spark.conf.unset(listing)
     (r,) = run.results
     assert r.status == "success", r.error
     assert len(raced) == 3 and raced <= {Path(f).name for f in _data_files(t)}  # removed after the listing: kept

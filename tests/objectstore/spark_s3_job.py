@@ -129,7 +129,6 @@ def main(workdir: str, base: str, so_json: str) -> None:
     vac = listed_vacuum(uri, so)
     # a log store named: delta-spark's commits count as safe (one JVM here), so VACUUM runs natively
     spark.conf.set("spark.delta.logStore.s3a.impl", "io.delta.storage.S3SingleDriverLogStore")
-    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.parallelism", "4")
     vrun = apply_plan(one_action_plan(uri, vac, so, engine="spark"), target=target(so, "spark"))
     obs["vacuum"] = [(r.status, r.error, r.files_removed, r.details.engine,
                       sorted(r.details.files or ()) == sorted(vac.files or ())) for r in vrun.results]

@@ -85,10 +85,8 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
     retention is whole hours, so no horizon could be kept by the retention alone). Delta still reads the
     log at the delete and keeps any listed file a commit since references again. What it deleted: the
     listed files no longer on storage after it."""
-    from compactor.engines.spark_sql import vacuum_sql
-
     path = engine.hadoop_path(ctx.table.path)
-    names = stored_names([str(r[0]) for r in engine.sql(vacuum_sql(path, hours, True))], path)
+    names = stored_names(engine.vacuum_listing(path, hours), path)
     on_store = stored_objects(tuple(names), ctx.location)  # a listed folder is no file to delete
     candidates = tuple(sorted(on_store))
     if action.dry_run_first:
