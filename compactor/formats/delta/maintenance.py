@@ -99,7 +99,8 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
         kept = set(present(candidates, ctx.location))
         deleted = tuple(f for f in candidates if f not in kept)
         if kept:
-            log.info("VACUUM kept %d listed file(s) a commit since its listing references again", len(kept))
+            log.info("VACUUM kept %d listed file(s): referenced again by a commit since the listing, or not old "
+                     "enough by the driver's clock", len(kept))
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(deleted), version_before=ctx.state.version,
                          version_after=handle(ctx).version(),
                          details=ActionDetails(dry_run=ctx.dry_run, files=list(deleted)[:1000],
