@@ -282,3 +282,26 @@ def test_a_folder_marker_is_no_file_to_vacuum(s3_server):
     assert r.status == "success" and r.files_removed == 3, r.error
     assert vacuum_candidates(TableLocation(uri, so), 0) == ()  # converged: nothing to vacuum
     assert set(ids(uri, so)) == set(range(n))
+
+
+def test_folder_markers_are_no_files_in_a_whole_table_listing(s3_server):
+    """Past _FOLDER_LISTINGS folders ``stored_objects`` lists the whole table once: a marker is told from
+    a file there too (an empty object whose name is a folder of other objects)."""
+    import uuid
+
+    import boto3
+
+    from compactor.formats.delta.state import _FOLDER_LISTINGS, stored_objects
+
+    uri, so = s3_server.uri(f"markers-{uuid.uuid4().hex[:8]}"), s3_server.storage_options
+    s3 = boto3.client("s3", endpoint_url=so["AWS_ENDPOINT_URL"], region_name=so["AWS_REGION"],
+                      aws_access_key_id=so["AWS_ACCESS_KEY_ID"], aws_secret_access_key=so["AWS_SECRET_ACCESS_KEY"])
+    prefix = uri.split("://", 1)[1].partition("/")[2]
+    folders = [f"p={i}" for i in range(_FOLDER_LISTINGS + 1)]
+    for f in folders:
+        s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/{f}/", Body=b"")  # S3A's marker
+        s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/{f}/a.parquet", Body=b"x")
+    s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/empty", Body=b"")  # an empty file, no folder
+    asked = tuple(folders) + tuple(f"{f}/a.parquet" for f in folders) + ("empty",)
+    found = stored_objects(asked, TableLocation(uri, so))
+    assert set(found) == {f"{f}/a.parquet" for f in folders} | {"empty"}
