@@ -97,16 +97,21 @@ def test_a_plan_that_could_not_list_the_files_is_refused_unless_dry_run_first_is
     exactly_once(t, n)
 
 
-def test_files_old_enough_between_the_listing_and_the_delete_are_reported_as_an_error(tmp_path: Path) -> None:
-    """delta-rs' retention is whole hours: what the delete took beyond the list is named after the fact."""
+def test_files_removed_between_the_listing_and_the_delete_are_not_deleted(tmp_path: Path) -> None:
+    """An optimize commits between apply's listing and its delete (zero retention: the files it removed
+    are deletable at once): only the listed files are deleted; the optimize's stay, and the log names no
+    missing file. delta-rs' own VACUUM would list the table again as it deletes and take them."""
     t = tmp_path / "t"
     n = _removed_table(t)
     action = listed_vacuum(str(t))
+    raced: set[str] = set()
 
     def race(name: str) -> None:
         if name == "delta.vacuum_listed":
             make_table(t, partitions=1, appends=2, start=n)
+            live = set(DeltaTable(str(t)).file_uris())
             DeltaTable(str(t)).optimize.compact()
+            raced.update(Path(u).relative_to(t).as_posix() for u in live - set(DeltaTable(str(t)).file_uris()))
 
     previous = faults.set_hook(race)
     try:
@@ -114,9 +119,35 @@ def test_files_old_enough_between_the_listing_and_the_delete_are_reported_as_an_
     finally:
         faults.set_hook(previous)
     (r,) = run.results
-    assert r.status == "error" and "VACUUM deleted 3 file(s) the reviewed plan did not list" in r.error
-    assert "became old enough to delete after apply listed them" in r.error
+    assert r.status == "success", r.error
+    assert action.files is not None and r.files_removed == len(action.files) == 5
+    assert set(r.details.files) == set(action.files) and not set(action.files) & _on_disk(t)
+    assert len(raced) == 3 and raced <= _on_disk(t)
     exactly_once(t, n + 100)  # the log references no missing file (the race appended ids n..n+99)
+
+
+def test_a_file_a_commit_since_the_listing_re_adds_is_not_deleted(tmp_path: Path) -> None:
+    """A RESTORE between apply's listing and its delete re-adds listed files: they are live again and
+    stay; the rest of the list is deleted."""
+    t = tmp_path / "t"
+    n = _removed_table(t)  # version 5 appends, one compaction: the 5 appends' files removed
+    action = listed_vacuum(str(t))
+    compacted_at = DeltaTable(str(t)).version()
+
+    def race(name: str) -> None:
+        if name == "delta.vacuum_listed":
+            DeltaTable(str(t)).restore(compacted_at - 1)  # the 5 files live again, the compaction's removed
+
+    previous = faults.set_hook(race)
+    try:
+        run = apply_plan(_plan(t, action), target=Target())
+    finally:
+        faults.set_hook(previous)
+    (r,) = run.results
+    assert r.status == "success", r.error
+    assert action.files is not None and len(action.files) == 5
+    assert r.files_removed == 0 and set(action.files) <= _on_disk(t)
+    exactly_once(t, n)
 
 
 def test_apply_dry_run_predicts_the_refusal(tmp_path: Path) -> None:

@@ -222,8 +222,8 @@ class History:
     def compactor_vacuum(self) -> None:
         """compactor's VACUUM through apply, at zero retention, with dry_run_first: its list made now, or
         before an optimize removed more files (then refused, nothing deleted); or an optimize commits
-        between apply's listing and its delete (what the delete took beyond the list is an error after
-        the fact, and the log must name no missing file: the delete runs on the log as it is then)."""
+        between apply's listing and its delete (its removed files stay). Whatever happens, only files the
+        plan listed are deleted, and the log names no missing file."""
         dt = DeltaTable(str(self.path))
         if dt.metadata().configuration.get(ZERO_RETENTION[0]) != ZERO_RETENTION[1]:
             dt.alter.set_table_properties(dict([ZERO_RETENTION]))  # a RESTORE may have taken it back
@@ -245,8 +245,13 @@ class History:
             faults.set_hook(previous)
         self.floor = self.version
         self.handles.clear()
+        (r,) = run.results
+        deleted = set(r.details.files or ()) if r.status == "success" else set()
+        assert deleted <= set(listed or ()), f"deleted files the plan did not list: {sorted(deleted - set(listed or ()))}"
+        assert r.status == "success" or (how == "optimize after the listing" and "would now delete" in (r.error or "")), \
+            f"compactor vacuum, {how}: {r.status}: {r.error}"
         self._after(before)
-        self.log.append(f"compactor vacuum, {how}: {run.results[0].status} ({run.results[0].files_removed} deleted)")
+        self.log.append(f"compactor vacuum, {how}: {r.status} ({r.files_removed} deleted)")
 
 
 OPS: list[tuple[float, Callable[[History], None]]] = [

@@ -12,6 +12,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.formats.delta.log import commits_after
 from compactor.formats.delta.state import present, stored_files, stored_names, stored_objects
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
@@ -20,25 +21,20 @@ from compactor.planning.actions import (
 )
 from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime.faults import crash_point
+from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
 
 def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
-    """VACUUM the table at the plan's retention. With ``dry_run_first`` (the default) the files it would
-    delete are listed first, and nothing is deleted unless every one is in the reviewed plan's list
-    (``unreviewed``); the delete then takes no file that list did not hold (delta-spark: the delete is
-    given the listed files as its inventory; delta-rs lists the table again as it deletes, so the files it
-    deleted are checked against the list after, an error naming any other)."""
+    """VACUUM the table at the plan's retention: the files it would delete are listed (a dry run), and
+    only listed files are deleted. With ``dry_run_first`` (the default) nothing is deleted unless every
+    listed file is in the reviewed plan's list (``unreviewed``). delta-spark's VACUUM is given the listed
+    files as its inventory; without it, compactor deletes them itself (``_delete_listed``)."""
     dt = handle(ctx)
     hours = int(action.retention_hours)
     # the state, not the handle: in a dry run, a set_properties planned before this action has not run
-    declared = parse_interval(ctx.state.properties.get(DELETED))
-    table_secs = 7 * 86400 if declared is None else declared  # Delta's default; 0 is a valid value
-    if hours * 3600 < table_secs:
-        # never below what the table declares (delta-rs would refuse too; say why clearly)
-        raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
-                         hint="apply the set_properties action first or raise the policy's retention")
+    _refuse_below_table_retention(hours, ctx.state.properties.get(DELETED))
     if action.dry_run_first and action.files is None:
         raise ApplyError("retention.vacuum.dry_run_first is on, but the plan does not list the files this VACUUM "
                          "would delete (they could not be listed when it was planned); nothing was deleted",
@@ -49,33 +45,45 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
             and engine.native_commits_safe(ctx.table.path):
         return _vacuum_with_spark(action, ctx, engine, hours)
     check_writable(ctx)
-    # checked above against the (possibly simulated) table property; delta-rs would check the stored one
-    root = ctx.location.uri
-    listed: tuple[str, ...] | None = None
-    gone: set[str] = set()  # named by an expired tombstone, already deleted (not counted, not reviewed)
-    if action.dry_run_first or ctx.dry_run:
-        named = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
-                                       full=True), root)
-        listed = present(named, ctx.location)
-        gone = set(named) - set(listed)
-        if action.dry_run_first:
-            unreviewed("VACUUM would now delete", listed, action)
-        crash_point("delta.vacuum_listed")
-    if ctx.dry_run:
-        files = listed or ()
-    else:
-        fence(ctx)
-        # on the log as it is now: a full VACUUM on an older snapshot would take a file committed since,
-        # written before the horizon, for one the log never named
-        dt = handle(ctx)
-        files = tuple(f for f in stored_files(dt.vacuum(retention_hours=hours, dry_run=False,
-                                                        enforce_retention_duration=True, full=True), root)
-                      if f not in gone)
-        if action.dry_run_first:
-            unreviewed("VACUUM deleted", files, action, after=True)
+    listed_at = dt.version()
+    # full, as delta-spark's VACUUM: removed files and files the log never named, older than the retention;
+    # the retention was checked above against the (possibly simulated) table property
+    named = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
+                                   full=True), ctx.location.uri)
+    listed = present(named, ctx.location)  # not a file an earlier VACUUM deleted (its tombstone names it)
+    if action.dry_run_first:
+        unreviewed("VACUUM would now delete", listed, action)
+    crash_point("delta.vacuum_listed")
+    files = listed if ctx.dry_run else _delete_listed(ctx, hours, listed, listed_at)
     return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
-                         version_after=dt.version(),
+                         version_after=handle(ctx).version(),
                          details=ActionDetails(dry_run=ctx.dry_run, files=sorted(files)[:1000], file_count=len(files)))
+
+
+def _delete_listed(ctx: ActionContext, hours: int, listed: tuple[str, ...], listed_at: int) -> tuple[str, ...]:
+    """Delete the listed files, but none a commit after ``listed_at`` (the listing's snapshot) added or
+    removed: re-added (RESTORE, or a writer's file committed after it was written) it is live; removed again,
+    its tombstone is new. A VACUUM of delta-rs' own would list the table again as it deletes and take what
+    grew old enough since the listing, which nobody reviewed. Returns what was deleted."""
+    fence(ctx)
+    # the table's retention as stored now (delta-rs' VACUUM would check it): raised since the plan, refused
+    _refuse_below_table_retention(hours, handle(ctx).metadata().configuration.get(DELETED))
+    wanted = set(listed)
+    touched = {p for c in commits_after(ctx.location, listed_at) for p in wanted.intersection(c.adds.keys() | c.removes.keys())}
+    files = tuple(f for f in listed if f not in touched)
+    storage_for(ctx.location.uri, ctx.location.storage_options).delete_many(files)
+    if touched:
+        log.info("VACUUM kept %d listed file(s) a commit since the listing added or removed", len(touched))
+    return files
+
+
+def _refuse_below_table_retention(hours: int, declared: str | None) -> None:
+    """Never below what the table declares (delta-rs and delta-spark refuse too; say why clearly)."""
+    seconds = parse_interval(declared)
+    table_secs = 7 * 86400 if seconds is None else seconds  # Delta's default; 0 is a valid value
+    if hours * 3600 < table_secs:
+        raise ApplyError(f"vacuum retention {hours}h is below the table's {DELETED} ({table_secs // 3600}h)",
+                         hint="apply the set_properties action first or raise the policy's retention")
 
 
 def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngine, hours: int) -> ActionOutcome:
@@ -107,17 +115,13 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
                                                file_count=len(deleted), engine="delta-spark"))
 
 
-def unreviewed(what: str, files: Sequence[str], action: VacuumAction, *, after: bool = False) -> None:
+def unreviewed(what: str, files: Sequence[str], action: VacuumAction) -> None:
     """Raise ApplyError naming the files in ``files`` that the reviewed plan's list does not hold."""
     planned = set(action.files or ())
     extra = sorted(f for f in files if f not in planned)
     if not extra:
         return
     shown = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
-    if after:  # became old enough between the listing and the delete (delta-rs' retention is whole hours)
-        raise ApplyError(f"{what} {len(extra)} file(s) the reviewed plan did not list ({shown}): they became "
-                         f"old enough to delete after apply listed them; every one was unreferenced by the log",
-                         hint="nothing to undo: the log references none of them; plan again before the next vacuum")
     raise ApplyError(f"{what} {len(extra)} file(s) the reviewed plan did not list ({shown}); nothing was deleted",
                      hint="re-run `compactor plan` to review them (retention.vacuum.dry_run_first is on)")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import builtins
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -211,6 +211,11 @@ class Storage(ABC):
 
     @abstractmethod
     def delete(self, path: str, *, missing_ok: bool = True) -> None: ...
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Delete each of ``paths`` (a missing one is no error)."""
+        for p in paths:
+            self.delete(p)
 
     @abstractmethod
     def delete_prefix(self, prefix: str) -> int:

@@ -18,7 +18,7 @@ import builtins
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -172,13 +172,21 @@ class ObjectStoreStorage(Storage):
             import obstore
 
             paths = [m["path"] for batch in obstore.list(self._store, prefix) for m in batch]
+        self.delete_many(paths)
+        return len(paths)
+
+    def delete_many(self, paths: Sequence[str]) -> None:
+        """Up to 1,000 paths a request (S3's DeleteObjects; object_store batches each store its own way)."""
+        paths = list(paths)
+        with self._errors("delete", f"{len(paths)} objects"):
+            import obstore
+
             for i in range(0, len(paths), 1000):
                 try:
                     obstore.delete(self._store, paths[i:i + 1000])
-                except FileNotFoundError:  # Azure: deleted concurrently
+                except FileNotFoundError:  # Azure: one was deleted concurrently
                     for q in paths[i:i + 1000]:
                         self.delete(q)
-            return len(paths)
 
     def copy(self, src: str, dst: str, *, overwrite: bool = True) -> bool:
         with self._errors("copy", f"{src} -> {dst}"):
