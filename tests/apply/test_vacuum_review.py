@@ -150,6 +150,29 @@ def test_a_file_a_commit_since_the_listing_re_adds_is_not_deleted(tmp_path: Path
     exactly_once(t, n)
 
 
+def test_a_retention_raised_between_the_listing_and_the_delete_stops_the_vacuum(tmp_path: Path) -> None:
+    """The table's retention as stored is checked again right before the delete: raised to 7 days after
+    apply listed the files, nothing is deleted (delta-rs' and delta-spark's VACUUM refuse the same)."""
+    t = tmp_path / "t"
+    n = _removed_table(t)
+    action = listed_vacuum(str(t))
+    before = _on_disk(t)
+
+    def raise_retention(name: str) -> None:
+        if name == "delta.vacuum_listed":
+            DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 7 days"})
+
+    previous = faults.set_hook(raise_retention)
+    try:
+        run = apply_plan(_plan(t, action), target=Target())
+    finally:
+        faults.set_hook(previous)
+    (r,) = run.results
+    assert r.status == "error" and "vacuum retention 0h is below the table's" in r.error, r.error
+    assert _on_disk(t) == before
+    exactly_once(t, n)
+
+
 def test_apply_dry_run_predicts_the_refusal(tmp_path: Path) -> None:
     t = tmp_path / "t"
     _removed_table(t)
