@@ -1,4 +1,5 @@
-"""Table maintenance: VACUUM (delta-spark when its SQL is available, else delta-rs) and table properties."""
+"""Table maintenance: VACUUM (delta-spark when its SQL is available, else delta-rs' dry run and compactor's own
+delete of what it listed) and table properties."""
 
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ def _delete_listed(ctx: ActionContext, hours: int, listed: tuple[str, ...], list
     # the table's retention as stored now (delta-rs' VACUUM would check it): raised since the plan, refused
     _refuse_below_table_retention(hours, handle(ctx).metadata().configuration.get(DELETED))
     wanted = set(listed)
-    touched = {p for c in commits_after(ctx.location, listed_at) for p in wanted.intersection(c.adds.keys() | c.removes.keys())}
+    touched = {p for c in commits_after(ctx.location, listed_at)
+               for p in wanted.intersection(c.adds.keys() | c.removes.keys())}
     files = tuple(f for f in listed if f not in touched)
     storage_for(ctx.location.uri, ctx.location.storage_options).delete_many(files)
     if touched:
