@@ -14,6 +14,7 @@ string partition value IS null, and delta-rs reports both as null: they are one 
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import os
@@ -323,14 +324,18 @@ def stored_objects(files: tuple[str, ...], table: TableLocation) -> dict[str, Ob
     folders = sorted({f.rpartition("/")[0] for f in wanted})
     if len(folders) > _FOLDER_LISTINGS:
         objects = store.list("")
-        subfolders = {o.path[:i] for o in objects for i, c in enumerate(o.path) if c == "/"}
+        paths = sorted(o.path for o in objects)
+        markers = {o.path for o in objects if o.size == 0 and o.path in wanted
+                   and (i := bisect.bisect_left(paths, o.path + "/")) < len(paths)
+                   and paths[i].startswith(o.path + "/")}  # some object lies under it
     else:
         objects, subfolders = [], set()
         for folder in folders:
             found, dirs = store.list_dir(folder)
             objects += found
             subfolders.update(dirs)
-    return {o.path: o for o in objects if o.path in wanted and not (o.size == 0 and o.path in subfolders)}
+        markers = {o.path for o in objects if o.size == 0 and o.path in subfolders}
+    return {o.path: o for o in objects if o.path in wanted and o.path not in markers}
 
 
 #: folders listed one by one before ``present`` lists the whole table instead (a listing request each)
