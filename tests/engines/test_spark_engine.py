@@ -250,6 +250,7 @@ def test_vacuum_lists_in_a_few_tasks_in_a_local_session_unless_the_user_says(del
     finally:
         delta_spark.conf.unset(LISTING_TASKS)
 
+
 def _append_to(t: Path, start: int, appends: int, value: str = "x y") -> int:
     """``appends`` files of 50 rows into the partition ``date=value``; ids from ``start``."""
     for _ in range(appends):
