@@ -121,7 +121,10 @@ def main(workdir: str, base: str, so_json: str) -> None:
     # ---- delta-spark's VACUUM on S3: its dry run lists, then the delete is given exactly those files
     from deltalake import DeltaTable
 
+    from compactor.engines.spark_session import delta_sql_enabled
     from compactor.formats.delta.state import vacuum_candidates
+
+    obs["delta_sql"] = delta_sql_enabled(spark)
     from tests.apply.helpers import listed_vacuum, one_action_plan
 
     DeltaTable(uri, storage_options=so).alter.set_table_properties(

