@@ -14,7 +14,7 @@ from compactor.errors import (
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
 from compactor.formats.delta.log import commits_after
-from compactor.formats.delta.state import present, stored_files, stored_names, stored_objects
+from compactor.formats.delta.state import present, stored_names, stored_objects, vacuum_listing
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
@@ -47,11 +47,8 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
         return _vacuum_with_spark(action, ctx, engine, hours)
     check_writable(ctx)
     listed_at = dt.version()
-    # full, as delta-spark's VACUUM: removed files and files the log never named, older than the retention;
     # the retention was checked above against the (possibly simulated) table property
-    named = stored_files(dt.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False,
-                                   full=True), ctx.location.uri)
-    listed = present(named, ctx.location)  # not a file an earlier VACUUM deleted (its tombstone names it)
+    listed = vacuum_listing(dt, ctx.location, hours)
     if action.dry_run_first:
         unreviewed("VACUUM would now delete", listed, action)
     crash_point("delta.vacuum_listed")

@@ -295,10 +295,16 @@ def vacuum_candidates(table: TableLocation, retention_hours: int) -> tuple[str, 
 
     try:
         dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
-        listed = dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False, full=True)
-        return present(stored_files(listed, table.uri), table)
+        return vacuum_listing(dt, table, retention_hours)
     except Exception:  # noqa: BLE001 - files we cannot list are reported as unknown
         return None
+
+
+def vacuum_listing(dt: Any, table: TableLocation, retention_hours: int) -> tuple[str, ...]:
+    """What delta-rs' VACUUM (full, as delta-spark's: removed files and files the log never named, older
+    than the retention) would delete now on ``dt``'s snapshot, as ``vacuum_candidates`` gives it."""
+    named = dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False, full=True)
+    return present(stored_files(named, table.uri), table)
 
 
 def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
