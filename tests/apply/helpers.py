@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -14,11 +15,14 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.state import vacuum_candidates
+from compactor.models.results import RunResults
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, Precondition, VacuumAction
 from compactor.planning.plan import Plan, TablePlan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target
+from compactor.runtime import faults
+from compactor.tasks.apply import apply_plan
 from compactor.tasks.plan import build_plan
 
 
@@ -111,3 +115,17 @@ def one_action_plan(uri: str, action: Action, storage_options: Mapping[str, str]
                       partition_columns=partition_columns, actions=(action,))
     return Plan(compactor_version="test", generated_at="2026-01-01T00:00:00Z", project="tests",
                 target={"engine": engine}, tables=(table,))
+
+
+def apply_racing_the_vacuum(plan: Plan, act: Callable[[], None] | None, **apply_kwargs: Any) -> RunResults:
+    """``apply_plan(plan, **apply_kwargs)`` with ``act`` run once apply has listed a VACUUM's files and
+    before it deletes any (crash point ``delta.vacuum_listed``); None: nothing runs there."""
+    def hook(name: str) -> None:
+        if name == "delta.vacuum_listed" and act is not None:
+            act()
+
+    previous = faults.set_hook(hook)
+    try:
+        return apply_plan(plan, **apply_kwargs)
+    finally:
+        faults.set_hook(previous)

@@ -24,9 +24,9 @@ from compactor.models.table import TableLocation
 from compactor.planning.actions import VacuumAction
 from compactor.planning.plan import Plan
 from compactor.project.model import Target
-from compactor.runtime import faults
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import (
+    apply_racing_the_vacuum,
     exactly_once,
     listed_vacuum,
     make_table,
@@ -106,18 +106,13 @@ def test_files_removed_between_the_listing_and_the_delete_are_not_deleted(tmp_pa
     action = listed_vacuum(str(t))
     raced: set[str] = set()
 
-    def race(name: str) -> None:
-        if name == "delta.vacuum_listed":
-            make_table(t, partitions=1, appends=2, start=n)
-            live = set(DeltaTable(str(t)).file_uris())
-            DeltaTable(str(t)).optimize.compact()
-            raced.update(Path(u).relative_to(t).as_posix() for u in live - set(DeltaTable(str(t)).file_uris()))
+    def race() -> None:
+        make_table(t, partitions=1, appends=2, start=n)
+        live = set(DeltaTable(str(t)).file_uris())
+        DeltaTable(str(t)).optimize.compact()
+        raced.update(Path(u).relative_to(t).as_posix() for u in live - set(DeltaTable(str(t)).file_uris()))
 
-    previous = faults.set_hook(race)
-    try:
-        run = apply_plan(_plan(t, action), target=Target())
-    finally:
-        faults.set_hook(previous)
+    run = apply_racing_the_vacuum(_plan(t, action), race, target=Target())
     (r,) = run.results
     assert r.status == "success", r.error
     assert action.files is not None and r.files_removed == len(action.files) == 5
@@ -134,15 +129,10 @@ def test_a_file_a_commit_since_the_listing_re_adds_is_not_deleted(tmp_path: Path
     action = listed_vacuum(str(t))
     compacted_at = DeltaTable(str(t)).version()
 
-    def race(name: str) -> None:
-        if name == "delta.vacuum_listed":
-            DeltaTable(str(t)).restore(compacted_at - 1)  # the 5 files live again, the compaction's removed
+    def restore() -> None:
+        DeltaTable(str(t)).restore(compacted_at - 1)  # the 5 files live again, the compaction's removed
 
-    previous = faults.set_hook(race)
-    try:
-        run = apply_plan(_plan(t, action), target=Target())
-    finally:
-        faults.set_hook(previous)
+    run = apply_racing_the_vacuum(_plan(t, action), restore, target=Target())
     (r,) = run.results
     assert r.status == "success", r.error
     assert action.files is not None and len(action.files) == 5
@@ -158,15 +148,10 @@ def test_a_retention_raised_between_the_listing_and_the_delete_stops_the_vacuum(
     action = listed_vacuum(str(t))
     before = _on_disk(t)
 
-    def raise_retention(name: str) -> None:
-        if name == "delta.vacuum_listed":
-            DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 7 days"})
+    def raise_retention() -> None:
+        DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 7 days"})
 
-    previous = faults.set_hook(raise_retention)
-    try:
-        run = apply_plan(_plan(t, action), target=Target())
-    finally:
-        faults.set_hook(previous)
+    run = apply_racing_the_vacuum(_plan(t, action), raise_retention, target=Target())
     (r,) = run.results
     assert r.status == "error" and "vacuum retention 0h is below the table's" in r.error, r.error
     assert _on_disk(t) == before

@@ -16,9 +16,9 @@ from deltalake import DeltaTable, write_deltalake
 from compactor.engines.spark import LISTING_TASKS, LOCAL_LISTING_TASKS, SparkEngine
 from compactor.engines.spark_sql import optimize_sql, partition_predicate, vacuum_sql
 from compactor.project.model import Target
-from compactor.runtime import faults
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import (
+    apply_racing_the_vacuum,
     exactly_once,
     ids,
     listed_vacuum,
@@ -282,18 +282,14 @@ def test_vacuum_with_delta_spark_takes_no_file_removed_after_its_listing(delta_s
     action = listed if dry_run_first else vacuum_reviewing(None, dry_run_first=False)
     raced: set[str] = set()
 
-    def race(name: str) -> None:
-        if name == "delta.vacuum_listed":
-            _append_to(t, n, 2)
-            live = _live_names(t)
-            DeltaTable(str(t)).optimize.compact()
-            raced.update(live - _live_names(t))
+    def race() -> None:
+        _append_to(t, n, 2)
+        live = _live_names(t)
+        DeltaTable(str(t)).optimize.compact()
+        raced.update(live - _live_names(t))
 
-    previous = faults.set_hook(race)
-    try:
-        run = apply_plan(one_action_plan(str(t), action, engine="spark"), target=SPARK, engine=SparkEngine(SPARK))
-    finally:
-        faults.set_hook(previous)
+    run = apply_racing_the_vacuum(one_action_plan(str(t), action, engine="spark"), race, target=SPARK,
+                                  engine=SparkEngine(SPARK))
     (r,) = run.results
     assert r.status == "success", r.error
     assert len(raced) == 3 and raced <= {Path(f).name for f in _data_files(t)}  # removed after the listing: kept

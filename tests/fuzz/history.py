@@ -32,7 +32,7 @@ from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import faults, liveness
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import one_action_plan, plan_for, vacuum_reviewing
+from tests.apply.helpers import apply_racing_the_vacuum, one_action_plan, plan_for, vacuum_reviewing
 
 Row = tuple[int, int]  # (id, value)
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
@@ -234,15 +234,11 @@ class History:
             DeltaTable(str(self.path)).optimize.compact()
         plan = one_action_plan(str(self.path), vacuum_reviewing(listed), partition_columns=("p",))
 
-        def race(point: str) -> None:
-            if point == "delta.vacuum_listed" and how == "optimize racing the delete":
-                DeltaTable(str(self.path)).optimize.compact()
+        def race() -> None:
+            DeltaTable(str(self.path)).optimize.compact()
 
-        previous = faults.set_hook(race)
-        try:
-            run = apply_plan(plan, target=Target(), watch_s=0)
-        finally:
-            faults.set_hook(previous)
+        run = apply_racing_the_vacuum(plan, race if how == "optimize racing the delete" else None,
+                                      target=Target(), watch_s=0)
         self.floor = self.version
         self.handles.clear()
         (r,) = run.results
