@@ -50,6 +50,8 @@ class ActionDetails:
     files: list[str] | None = None
     file_count: int | None = None
     engine: str | None = None
+    #: vacuum: listed files the deletion gate kept (runtime/deletion.py), each with why, at most 1000
+    kept: Mapping[str, str] | None = None
     #: set_properties: the properties set
     properties: Mapping[str, str] | None = None
     #: file sink: the .compact manifest written, entries pruned, replaced files deleted or still listed

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from compactor.cli import cli
-from compactor.formats.delta.state import vacuum_candidates
+from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.table import TableLocation
 from compactor.planning.actions import VacuumAction
 from compactor.planning.plan import Plan

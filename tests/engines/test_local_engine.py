@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.run import partition_filters
-from compactor.formats.delta.state import vacuum_candidates
+from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     Action,

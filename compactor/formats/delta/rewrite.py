@@ -43,6 +43,7 @@ from compactor.formats.delta.context import (
     refuse_unrewritable,
 )
 from compactor.formats.delta.log import Commit
+from compactor.formats.delta.references import references
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.formats.delta.settle import check_commit, discard_uncommitted
 from compactor.models.results import ActionDetails, CommitReverted
@@ -51,6 +52,7 @@ from compactor.planning.actions import (
     RewriteAction,
     SortAction,
 )
+from compactor.runtime.deletion import delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
 from compactor.runtime.paths import join
@@ -313,13 +315,12 @@ def _stale_members(table: TableLocation, read_version: int,
 
 def _drop_outputs(table: TableLocation,
                   files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> None:
-    """Delete the outputs of group members that stay out of the commit (the journal still names them)."""
+    """Delete the outputs of group members that stay out of the commit (the journal still names them),
+    through the deletion gate: one the log references (never, unless a commit landed after all) stays."""
     if not files:
         return
-    storage = storage_for(table.uri, table.storage_options)
-    for _, added, _ in files:
-        for n in added:
-            storage.delete(n.path)
+    delete_proved(storage_for(table.uri, table.storage_options), references(table),
+                  [n.path for _, added, _ in files for n in added])
 
 
 def after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],

@@ -27,7 +27,6 @@ from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key,
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.rewrite import rewrite_group
-from compactor.formats.delta.settle import referenced_paths
 from compactor.formats.delta.support import unsupported_reason
 from compactor.planning.actions import (
     Action,
@@ -88,5 +87,4 @@ def run_group(actions: Sequence[Action], ctx: ActionContext) -> list[ActionOutco
 
 
 # the names other modules and tests import from here
-__all__ = ["group_key", "partition_filters", "referenced_paths", "run_action",
-           "run_group"]
+__all__ = ["group_key", "partition_filters", "run_action", "run_group"]
