@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
+from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile
 from compactor.errors import (
     ApplyError,
     CompactorError,
@@ -60,6 +60,11 @@ from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
+#: Delta's change data bookkeeping: delta-spark's MERGE, UPDATE and DELETE with change data feed on store
+#: these columns in the data files they write (``_change_type`` null and ``__is_cdc`` false in every row),
+#: and Delta's readers and OPTIMIZE leave them out; so does compactor, once each file's footer proves it
+CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
+
 
 def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
     token = uuid.uuid4().hex[:12]
@@ -70,7 +75,7 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
         jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by,
-                           tuple(action.partition)))
+                           tuple(action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
     return jobs, outputs, staging
