@@ -43,6 +43,16 @@ _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?
 _Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
 #: writer features whose newest commits may live outside ``_delta_log`` (a catalog holds them)
 _UNLISTED_COMMITS = frozenset({"catalogManaged", "catalogOwned-preview", "coordinatedCommits-preview"})
+#: table features whose files the replay knows (the protocol's features as of Delta 4.4): a table with any
+#: other may reference files in a way the replay cannot see, so nothing of it is deleted
+KNOWN_FEATURES = frozenset({
+    "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping",
+    "identityColumns", "deletionVectors", "rowTracking", "timestampNtz", "domainMetadata", "v2Checkpoint",
+    "liquid", "clustering", "icebergCompatV1", "icebergCompatV2", "icebergCompatV3", "icebergWriterCompatV1",
+    "icebergWriterCompatV3", "inCommitTimestamp", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview",
+    "variantType", "variantType-preview", "variantShredding-preview", "allowColumnDefaults", "collations-preview",
+    "checkpointProtection", "materializePartitionColumns", *_UNLISTED_COMMITS,
+})
 #: one object store, however its URI spells the scheme (Spark writes s3a://, delta-rs s3://)
 _SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3", "abfs": "az", "abfss": "az", "wasb": "az", "wasbs": "az",
                   "adl": "az", "azure": "az", "gcs": "gs"}
@@ -188,7 +198,9 @@ class Replay:
     cdc: dict[int, tuple[str, ...]] = field(default_factory=dict)
     partition_columns: tuple[str, ...] = ()
     configuration: dict[str, str] = field(default_factory=dict)
-    writer_features: frozenset[str] = frozenset()
+    #: the protocol's reader and writer features
+    features: frozenset[str] = frozenset()
+    has_metadata: bool = False
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         ref = file_ref(action, self.root, removed=False, path=path)
@@ -219,6 +231,7 @@ class Replay:
     def metadata(self, meta: Mapping[str, Any] | None) -> None:
         if meta is None:
             return
+        self.has_metadata = True
         self.partition_columns = tuple(meta.get("partitionColumns") or ())
         conf = meta.get("configuration") or {}
         pairs = conf.items() if isinstance(conf, Mapping) else conf  # a Parquet map reads as (key, value) pairs
@@ -226,7 +239,7 @@ class Replay:
 
     def protocol(self, protocol: Mapping[str, Any] | None) -> None:
         if protocol is not None:
-            self.writer_features = frozenset(protocol.get("writerFeatures") or ())
+            self.features = frozenset([*(protocol.get("readerFeatures") or ()), *(protocol.get("writerFeatures") or ())])
 
 
 @dataclass(frozen=True)
@@ -282,8 +295,14 @@ def replay(table: TableLocation, listing: LogListing | None = None) -> Replay:
         advance(state, table, newest)
     except StorageError as e:
         raise TableReadError(f"{table.uri}: cannot read the log: {e}") from None
-    if state.writer_features & _UNLISTED_COMMITS:
+    if not state.has_metadata:
+        raise TableReadError(f"{table.uri}: corrupt log: no table metadata (metaData action) found")
+    if state.features & _UNLISTED_COMMITS:
         raise TableReadError(f"{table.uri}: a catalog-managed table (its newest commits are held by its catalog)")
+    unknown = sorted(state.features - KNOWN_FEATURES)
+    if unknown:
+        raise TableReadError(f"{table.uri}: the table uses feature(s) {', '.join(unknown)}, which compactor's log "
+                             "replay does not know: it cannot prove which files they reference")
     return state
 
 
