@@ -1,6 +1,7 @@
 """`retention.vacuum.dry_run_first`: a VACUUM deletes only files the reviewed plan lists.
 
-The plan lists the files a VACUUM would delete (delta-rs' dry run, full mode); apply lists them again
+The plan lists the files a VACUUM would delete (compactor's own listing by the deletion gate's rule,
+formats/delta/vacuum_listing.py); apply lists them again
 first and deletes nothing unless the plan holds every one; the plan's list is in its precondition digest,
 so an edited list is an edited plan. Real delta-rs tables, the real CLI; the Spark side is in
 tests/engines/test_spark_engine.py."""
