@@ -80,6 +80,10 @@ class ProgressPrinter:
             self.done_bytes += r.bytes_removed
             self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
                                f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
+        if d.kept:  # the deletion gate's (runtime/deletion.py): listed, but referenced when it came to deleting
+            path, why = next(iter(d.kept.items()))
+            self.console.print(f"    kept {len(d.kept)} listed file(s) the table references now, e.g. {safe(path)}: "
+                               f"{safe(why)} (run_results.json names each)", highlight=False)
 
     def _bins(self, e: BinsDone) -> None:
         """At most one line every BINS_EVERY_S per table, and the last bin."""

@@ -56,8 +56,10 @@ def files_on_storage(objects: list[ObjectInfo]) -> list[ObjectInfo]:
     paths = sorted(o.path for o in objects)
 
     def marker(o: ObjectInfo) -> bool:
+        if o.size:
+            return False
         i = bisect.bisect_left(paths, o.path + "/")
-        return o.size == 0 and i < len(paths) and paths[i].startswith(o.path + "/")
+        return i < len(paths) and paths[i].startswith(o.path + "/")
 
     return [o for o in objects if not o.path.endswith("/") and not marker(o)]
 
