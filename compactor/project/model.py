@@ -125,7 +125,8 @@ class Project:
     #: project-wide policy defaults (raw, as rendered YAML); merged under file defaults and tables
     defaults: Mapping[str, Any] = field(default_factory=dict)
     vars: Mapping[str, Any] = field(default_factory=dict)
-    profile: str = "default"
+    #: the profile compactor.yml names (None: it names none; then profiles.yml's "default", or its only one)
+    profile: str | None = None
     #: path of compactor.yml (for diagnostics)
     file: Path | None = None
     #: a dbt project whose nodes carry policies (None: policy files only)
