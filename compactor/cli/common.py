@@ -27,10 +27,20 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise UsageError(f"--vars is not valid YAML/JSON: {e}") from None
+        raise UsageError(f"--vars is not valid YAML/JSON: {_yaml_problem(e)}",
+                         hint="a mapping, e.g. --vars '{lookback_days: 3, lake_root: s3://bucket/lake}'") from None
     if not isinstance(value, dict):
         raise UsageError("--vars must be a mapping, e.g. --vars '{lookback_days: 3}'")
     return value
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: what it found, and at which column of the value (its own text spans four
+    lines and quotes the value back)."""
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem:
+        mark = e.problem_mark
+        return f"{e.problem}" + (f" at character {mark.column + 1}" if mark is not None and mark.line == 0 else "")
+    return " ".join(str(e).split())
 
 
 def project_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -72,11 +82,13 @@ def check_selection(options: ProjectOptions, selected: Sequence[Any], all_polici
     """dbt's behaviour for a selection that matches nothing: a warning per criterion that matches no
     table, "Nothing to do", exit 0. Returns True when the command must stop with exit 1 instead
     (--fail-on-empty)."""
-    from compactor.project.selection import select_policies
+    from compactor.project.selection import select_policies, suggest_selector
 
     for sel in options.select:
         if not select_policies(all_policies, [sel]):
-            click.echo(f"Warning: the selection criterion '{sel}' does not match any table", err=True)
+            close = suggest_selector(all_policies, sel)
+            click.echo(f"Warning: the selection criterion '{sel}' does not match any table"
+                       + (f"; did you mean '{close}'?" if close else ""), err=True)
     if selected:
         return False
     if fail_on_empty:
@@ -160,6 +172,9 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except click.ClickException:
             raise
+        except BrokenPipeError:
+            _quiet_closed_pipe()
+            sys.exit(exit_codes.BROKEN_PIPE)
         except CompactorError as e:
             click.echo(f"Error: {redact(e.message)}", err=True)
             if e.hint:
@@ -179,7 +194,7 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(exit_codes.USAGE)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
-            sys.exit(130)
+            sys.exit(exit_codes.INTERRUPTED)
         except Exception as e:  # noqa: BLE001 - the last line of defence
             if debug:
                 click.echo(redact(traceback.format_exc()), err=True)
@@ -192,6 +207,17 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
         sys.exit(code or 0)
 
     return wrapper
+
+
+def _quiet_closed_pipe() -> None:
+    """The reader of stdout went away (``compactor debug | head -1``): what is left to print goes nowhere,
+    and the command ends quietly, as a tool killed by SIGPIPE does, not with "Error: Broken pipe"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a caller's StringIO): nothing to point elsewhere
+        pass
 
 
 def echo_json(data: Any) -> None:

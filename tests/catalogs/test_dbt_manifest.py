@@ -170,3 +170,10 @@ def test_a_unity_catalog_locates_a_node_by_its_three_level_name(parsed: Path, tm
     tables = _ls(lake, "dbt:events", "dbt:orders")
     assert tables["model.shop.events"]["location"] == "catalog uc: main.analytics.events"
     assert tables["model.shop.orders"]["location"] == "catalog uc: analytics.orders"  # no database: the default
+
+
+def test_a_mistyped_dbt_selector_warns_and_names_the_closest_node(parsed: Path) -> None:
+    """`ls --select dbt:event` matches no node: a warning names the closest one (issue 37 item 13)."""
+    r = _cli("ls", "--select", "dbt:event", project=parsed)
+    assert r.returncode == 0 and "0 table(s)" in r.stdout, r.stdout + r.stderr
+    assert "'dbt:event' does not match any table; did you mean 'dbt:events'?" in r.stderr, r.stderr
