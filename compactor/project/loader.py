@@ -28,7 +28,8 @@ def _load(path: Path, label: str, *, vars: Mapping[str, Any]) -> tuple[Any, list
     try:
         raw, dups = load_yaml(text)
     except YamlProblem as e:
-        raise ProjectError(f"{path}:{e.line}:{e.col}: {e.code} {e.message}", hint=e.hint) from None
+        raise ProjectError(f"{path}:{e.line}:{e.col}: {e.code} {e.message}" + (f"\n{e.context}" if e.context else ""),
+                           hint=e.hint) from None
     doc, problems = render_tree(raw, vars=vars)
     for jpath, p in problems:
         line, col = doc.pos(jpath)

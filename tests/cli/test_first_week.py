@@ -65,3 +65,41 @@ def test_item_13_bad_vars_are_one_line_and_a_hint(tmp_path: Path) -> None:
     assert r.stderr.splitlines() == [
         "Error: --vars is not valid YAML/JSON: expected ',' or '}', but got '<stream end>' at character 18",
         "Hint: a mapping, e.g. --vars '{lookback_days: 3, lake_root: s3://bucket/lake}'"], r.stderr
+
+
+def test_item_11_yaml_syntax_errors_show_the_source_with_a_caret_and_a_real_hint(tmp_path: Path) -> None:
+    import json
+
+    proj = project(tmp_path / "proj", "version: 1\ntables: []\n")
+    files = {
+        "indent.yml": "version: 1\ntables:\n  - name: a\n    path: /tmp/a\n   compaction: {target_file_size: 1MiB}\n",
+        "tab.yml": "version: 1\ntables:\n  - name: d\n\tpath: /tmp/d\n",
+        # unclosed at the end of the file: PyYAML's mark lies past the last line
+        "brace.yml": "version: 1\ntables:\n  - name: e\n    path: /tmp/e\n    compaction: {target_file_size: 1MiB\n",
+    }
+    for name, text in files.items():
+        (proj / "policies" / name).write_text(text)
+    r = cli("validate", "--project-dir", str(proj))
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    first = {name: next(i for i, line in enumerate(out) if line.startswith(f"policies/{name}:")) for name in files}
+    assert out[first["indent.yml"]].startswith("policies/indent.yml:5:4: yaml_syntax bad indentation: this line is "
+                                               "indented 3 space(s), line 4 above it 4 (hint: the keys of one mapping "
+                                               "line up: indent it by 4 spaces as line 4"), out
+    assert out[first["tab.yml"]].startswith("policies/tab.yml:4:1: yaml_syntax a tab character: YAML indents with "
+                                            "spaces only (hint: replace the tab on line 4 with spaces"), out
+    assert out[first["brace.yml"]].startswith("policies/brace.yml:5:17: yaml_syntax the `{` opened here is never "
+                                              "closed (hint: close it with `}` after its last entry"), out
+    # the context is under the message, the marked line as written (nothing glued to it), a caret under the column
+    i = first["brace.yml"]
+    assert out[i + 1:i + 5] == ["      3 |   - name: e", "      4 |     path: /tmp/e",
+                                "    > 5 |     compaction: {target_file_size: 1MiB",
+                                "        |                 ^"], out[i:i + 6]
+    assert "|" not in out[i], "the context is not in the hint"
+    doc = json.loads(cli("validate", "--project-dir", str(proj), "--format", "json").stdout)
+    (d,) = [d for d in doc["diagnostics"] if d["file"] == "policies/indent.yml"]
+    assert d["context"].splitlines()[-2:] == ["> 5 |    compaction: {target_file_size: 1MiB}", "    |    ^"], d
+    assert "\n" not in d["hint"], d
+    (proj / "compactor.yml").write_text("name: p\nvars: {a: [1, 2}\n")  # compactor.yml: the same explanation
+    r = cli("validate", "--project-dir", str(proj))
+    assert r.returncode == 2 and "compactor.yml:2:16: yaml_syntax `}` closes the `[` opened at line 2 column 11" in r.stderr and "> 2 | vars: {a: [1, 2}" in r.stderr
