@@ -27,7 +27,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
     where its policy comes from (a policy file, a catalog, a dbt node). Reads no table."""
     from compactor import api
     from compactor.output.text import console, safe
-    from compactor.units import format_size
+    from compactor.units import format_setting_size
 
     options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
     compiled = api.compile_project(options)
@@ -37,7 +37,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
     for p in compiled.policies:
         c = p.compaction
         summary = ("disabled" if not p.enabled else
-                   f"{c.strategy} to {format_size(c.target_file_size)}" if c.enabled else "compaction off")
+                   f"{c.strategy} to {format_setting_size(c.target_file_size)}" if c.enabled else "compaction off")
         if p.retention is not None and p.retention.vacuum.enabled:
             summary += ", vacuum"
         d = p.discover

@@ -43,7 +43,9 @@ class ActionDetails:
     sql: str | None = None
     note: str | None = None
     dry_run: bool | None = None
+    #: a dry run: the files the action would rewrite, and the files it would write instead
     would_rewrite_files: int | None = None
+    would_write_files: int | None = None
     replanned: bool | None = None
     max_runtime: bool | None = None
     #: vacuum: the files deleted (or a dry run would delete), at most 1000, how many in all, and by which engine

@@ -98,18 +98,21 @@ def render_run(run: RunResults, console: Console) -> None:
     per: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
     for r in run.results:
         t = per[r.table]
-        t["removed"] += r.files_removed
-        t["added"] += r.files_added
+        dry = r.details.would_rewrite_files is not None  # a dry run: what the action would have done
+        t["removed"] += r.details.would_rewrite_files or 0 if dry else r.files_removed
+        t["added"] += r.details.would_write_files or 0 if dry else r.files_added
         t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS else 0
         t["time"] += r.duration_s
         t[r.status] += 1
     table = Table(title=f"run {safe(run.run_id)} ({safe(run.engine)} engine){' - DRY RUN' if run.dry_run else ''}",
                   title_justify="left")
-    for col in ("table", "files removed -> added", "bytes rewritten", "time", "ok", "stale", "failed"):
+    files = "files: would remove -> add" if run.dry_run else "files removed -> added"
+    for col in ("table", files, "bytes rewritten", "time", "would run" if run.dry_run else "ok", "stale", "failed"):
         table.add_column(col)
     for name, t in per.items():
         table.add_row(safe(name), f"{t['removed']} -> {t['added']}", format_size(t["bytes"]), f"{t['time']:.2f}s",
-                      str(t["success"]), str(t["stale"]), str(t["error"] + t["verification_failed"]))
+                      str(t["skipped"] if run.dry_run else t["success"]), str(t["stale"]),
+                      str(t["error"] + t["verification_failed"]))
     console.print(table)
     for r in run.results:
         if r.error:
@@ -118,6 +121,13 @@ def render_run(run: RunResults, console: Console) -> None:
     for line in repair_lines(run):
         console.print(line, highlight=False)
     tot = run.totals
+    if run.dry_run:
+        would = [r for r in run.results if r.details.would_rewrite_files is not None]
+        console.print(f"Dry run: {len(would)} action(s) would rewrite "
+                      f"{sum(r.details.would_rewrite_files or 0 for r in would)} file(s) into "
+                      f"{sum(r.details.would_write_files or 0 for r in would)}; {tot.stale} stale, {tot.errors} failed; "
+                      "nothing was written")
+        return
     console.print(f"Done: {tot.succeeded} succeeded, {tot.skipped} skipped, {tot.stale} stale, "
                   f"{tot.errors} failed, {tot.verification_failed} failed verification; "
                   f"rewrote {format_size(tot.bytes_rewritten)} in {tot.duration_s:.1f}s")

@@ -48,8 +48,7 @@ def _action_row(a: Action) -> tuple[str, ...]:
 def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20) -> None:
     """Table names, partition values, paths and error messages are user text: escaped, never markup."""
     for t in plan.tables:
-        title = (f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}  "
-                 f"({safe(t.bin_model)} model)")
+        title = f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}"
         if t.error:
             console.print(f"{title}\n  [red]error:[/] {safe(t.error)}")
             continue

@@ -28,6 +28,7 @@ from compactor.planning.bins import pack_sorted
 from compactor.planning.plan import Skip, SkipReason
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
+from compactor.units import format_setting_size, format_size
 
 NULL_KEY = "\x00null"
 SEP = "\x1f"
@@ -155,13 +156,15 @@ def plan_partitions(
                  newest_file_age_s=max(0, (now_ms - s["mtime_max"]) // 1000), quiet_period_s=c.quiet_period)
             continue
         if s["small_sum"] == 0:
-            skip(k, SkipReason.ALREADY_COMPACT, "no file is below min_file_size", min_file_size=c.min_file_size)
+            skip(k, SkipReason.ALREADY_COMPACT, f"no file is below min_file_size {format_setting_size(c.min_file_size)}",
+                 min_file_size=c.min_file_size)
             continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
         if s["small_sum"] <= ideal:
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
-            skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding {s['small_size_sum']} bytes: already "
-                 f"the fewest files at target_file_size {c.target_file_size}", ideal_files=ideal,
+            skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding "
+                 f"{format_size(s['small_size_sum'])}: already the fewest files at target_file_size "
+                 f"{format_setting_size(c.target_file_size)}", ideal_files=ideal,
                  target_file_size=c.target_file_size)
             continue
         if s["small_sum"] < c.triggers.min_input_files:
@@ -223,8 +226,8 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
                 skip(k, SkipReason.ALREADY_COMPACT, "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue
             outputs = len(runs)
-            reason = (f"bin-pack {sum(b - a for a, b in runs)} file(s) into {outputs} ({bin_model} model, "
-                      f"target {c.target_file_size} bytes)")
+            reason = (f"bin-pack {sum(b - a for a, b in runs)} file(s) into {outputs} at target "
+                      f"{format_setting_size(c.target_file_size)} (packed as {bin_model}'s OPTIMIZE packs them)")
         else:
             runs = [(0, len(p_sizes))]
             outputs = max(1, math.ceil(sum(p_sizes) / c.target_file_size))

@@ -355,6 +355,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
     if env.dry_run and action.type != "vacuum":
         res.status = "skipped"
         res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
+        res.details.would_write_files = action.expected_output_files
         return
     ctx = _context(env, str(i), state, session)
     if env.lease is not None:

@@ -86,6 +86,10 @@ def test_validate_reports_a_policy_on_a_view_where_it_is_written(parsed: Path) -
     line = next(x for x in r.stdout.splitlines() if "dbt_not_a_table" in x)
     assert line.startswith(str((parsed.parent / "shop" / "models" / "schema.yml").resolve()) + ":19:20:")
     assert "model.shop.v_events is materialized as view" in line
+    # the summary says what was read and what the policies declare (issue 37 item 12: not "2 tables")
+    summary = r.stdout.splitlines()[-1]
+    assert summary.startswith("OK: the dbt manifest ") and summary.endswith(
+        "shop/target/manifest.json; 5 dbt nodes; 0 errors, 1 warning"), r.stdout
 
 
 def test_compile_explain_says_which_dbt_file_each_value_comes_from(parsed: Path) -> None:

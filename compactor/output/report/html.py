@@ -12,7 +12,7 @@ from pathlib import Path
 from compactor.models.report import LogPoint, RunPoint, TableReport
 from compactor.output.report.style import CSS
 from compactor.output.report.svg import bar_chart, fmt_bytes, fmt_percent
-from compactor.units import format_size
+from compactor.units import format_setting_size, format_size
 
 BLUE, GREY, ORANGE, GREEN = "#3b6fd6", "#9aa4b2", "#e8833a", "#2e7d32"
 HALF_W = 640  # charts that share a row: drawn at this width, scaled by CSS
@@ -113,7 +113,7 @@ def _table_section(t: TableReport) -> str:
             f"rewriting {format_size(t.plan_bytes)}." if t.benefit else "The plan leaves it as it is.")
     parts.append(f'<p class="facts"><b>{len(t.sizes_now):,}</b> files, {format_size(sum(t.sizes_now))}, mean '
                  f'{format_size(sum(t.sizes_now) / max(1, len(t.sizes_now)))}; <b>{small:,}</b> below min_file_size '
-                 f'({format_size(t.min_file_size)}), target {format_size(t.target_file_size)}'
+                 f'({format_setting_size(t.min_file_size)}), target {format_setting_size(t.target_file_size)}'
                  + (f"; {at_ideal:,} partition(s) hold fewer bytes than one target-size file and are already "
                     "at their ideal file count" if at_ideal else "") + f". {plan}</p>")
     names = sorted(t.partitions)[:60]
