@@ -22,6 +22,7 @@ from compactor.models.events import (
     ActionStarted,
     BinsDone,
     GroupStarted,
+    Interrupted,
     OutOfTime,
     Progress,
 )
@@ -79,6 +80,8 @@ class TableRun:
     watch: TableWatch | None = None
     #: time.monotonic() after which no new commit group starts (the target's max_runtime)
     deadline: float | None = None
+    #: set when the run is asked to stop (Ctrl-C): no new commit group starts; the one under way finishes
+    stop: threading.Event | None = None
     #: where the table lives, with the target's storage options (built once per table run)
     location: TableLocation = field(init=False)
 
@@ -133,6 +136,9 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
     while i < len(actions):
         if env.deadline is not None and time.monotonic() >= env.deadline:
             _out_of_time(env, actions[i:], results)
+            return False
+        if env.stop is not None and env.stop.is_set():
+            left_for_next_run(env.table.name, actions[i:], results, env.progress)
             return False
         t0 = time.monotonic()
         if state is None:
@@ -301,6 +307,16 @@ def _out_of_time(env: TableRun, rest: Sequence[Action], results: list[ActionResu
                                     details=ActionDetails(max_runtime=True, note=note)))
     if env.progress:
         env.progress(OutOfTime(env.table.name, len(rest), budget))
+
+
+def left_for_next_run(table: str, rest: Sequence[Action], results: list[ActionResult],
+                      progress: Progress | None) -> None:
+    """The run was asked to stop (Ctrl-C): the actions not started are reported skipped, for the next run."""
+    note = "the run was interrupted (Ctrl-C) before it started; the next run picks it up"
+    for a in rest:
+        results.append(ActionResult(table, a.type, dict(a.partition), "skipped", details=ActionDetails(note=note)))
+    if progress and rest:
+        progress(Interrupted(table, len(rest)))
 
 
 class _BinProgress:

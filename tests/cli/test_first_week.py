@@ -160,3 +160,155 @@ def test_item_12_a_slowdown_is_never_called_faster() -> None:
     assert speed_change(1.0, 2.0) == "2.0x slower"
     assert speed_change(3.0, 1.0) == "3.0x faster"
     assert speed_change(1.0, 1.05) == "about the same"
+
+
+def test_item_3_a_plan_applied_once_is_refused_the_second_time_in_one_line(tmp_path: Path) -> None:
+    import json
+
+    from tests.apply.helpers import exactly_once, make_table
+
+    t = tmp_path / "t"
+    n = make_table(t, partitions=2, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t))
+    plan_file = proj / "target" / "plan.json"
+    assert cli("plan", "--project-dir", str(proj)).returncode == 0
+    assert cli("apply", str(plan_file), "--project-dir", str(proj)).returncode == 0
+    run_id = json.loads((proj / "target" / "run_results.json").read_text())["run_id"]
+    r = cli("apply", str(plan_file), "--project-dir", str(proj))
+    assert r.returncode != 0, r.stdout + r.stderr
+    both = r.stdout + r.stderr
+    line = f"Error: this plan was applied by run {run_id}; run `compactor plan` for a new one"
+    assert both.count(line) == 1 and "stale" not in both, both
+    exactly_once(t, n)
+    assert cli("plan", "--project-dir", str(proj), "--detailed-exitcode").returncode == 0  # nothing left
+
+
+def test_item_3_a_stale_line_is_printed_once(tmp_path: Path) -> None:
+    """An action that turns stale (its inputs compacted by someone else since the plan) is reported once,
+    by the progress, not again in the summary."""
+    from deltalake import DeltaTable
+
+    from tests.apply.helpers import make_table
+
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t))
+    assert cli("plan", "--project-dir", str(proj)).returncode == 0
+    DeltaTable(str(t)).optimize.compact()  # another writer compacts the same files
+    r = cli("apply", str(proj / "target" / "plan.json"), "--project-dir", str(proj))
+    assert r.returncode == 0, r.stdout + r.stderr
+    stale = [line for line in (r.stdout + r.stderr).splitlines() if "are no longer live" in line]
+    assert len(stale) == 1, r.stdout + r.stderr
+
+
+def test_item_4_apply_takes_the_plans_target(tmp_path: Path) -> None:
+    import json
+
+    from tests.apply.helpers import exactly_once, make_table
+
+    t = tmp_path / "t"
+    n = make_table(t, partitions=1, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t),
+                   profiles="p:\n  target: dev\n  outputs:\n    dev: {engine: local}\n"
+                            "    other: {engine: local, max_concurrent_rewrites: 1}\n")
+    (proj / "compactor.yml").write_text("name: p\nprofile: p\n")
+    plan_file = proj / "target" / "plan.json"
+    assert cli("plan", "--project-dir", str(proj), "--target", "other").returncode == 0
+    r = cli("apply", str(plan_file), "--project-dir", str(proj), "--target", "dev")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"the plan {plan_file} was made for target 'other', not 'dev'" in r.stderr, r.stderr
+    assert f"apply it as planned: `compactor apply {plan_file} --project-dir {proj}`" in r.stderr, r.stderr
+    r = cli("apply", str(plan_file), "--project-dir", str(proj))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((proj / "target" / "run_results.json").read_text())["target"]["name"] == "other"
+    exactly_once(t, n)
+
+
+def _stopped(pid: int, timeout: float = 120.0) -> None:
+    """Wait until process ``pid`` has stopped itself (SIGSTOP at a COMPACTOR_STOP_AT crash point)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        time.sleep(0.05)
+    raise AssertionError("the apply never reached its stop point")
+
+
+def test_item_14_ctrl_c_stops_after_the_group_under_way_and_history_lists_it(tmp_path: Path) -> None:
+    """Ctrl-C while a group commits: that group finishes and is recorded, no other starts, apply exits 130, and
+    `compactor history` lists the run as interrupted with what it committed."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.apply.helpers import exactly_once, make_table
+
+    t = tmp_path / "t"
+    n = make_table(t, partitions=3, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t),
+                   profiles="default:\n  target: dev\n  outputs:\n    dev: {engine: local, commit_every_bins: 1}\n")
+    assert cli("plan", "--project-dir", str(proj)).returncode == 0
+    env = {k: v for k, v in os.environ.items() if k != "COMPACTOR_SPARK_LOG"}
+    p = subprocess.Popen([sys.executable, "-m", "compactor", "apply", str(proj / "target" / "plan.json"),
+                          "--project-dir", str(proj)], env={**env, "COMPACTOR_STOP_AT": "delta.after_commit"},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _stopped(p.pid)  # the first group has committed
+        p.send_signal(signal.SIGINT)  # Ctrl-C, delivered when the process runs again
+        p.send_signal(signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
+    assert p.returncode == 130, out + err
+    assert "Interrupt received: finishing the commit group under way" in err, err
+    from deltalake import DeltaTable
+
+    version = DeltaTable(str(t)).version()  # the one commit of the run
+    assert (f"Interrupted: committed 1 action(s): t (version {version}); 2 action(s) not started, left for the "
+            "next run") in out, out
+    (run,) = json.loads(cli("history", "--project-dir", str(proj), "--format", "json").stdout)
+    assert run["interrupted"] == "after_group"
+    assert sorted(r["status"] for r in run["results"]) == ["skipped", "skipped", "success"], run["results"]
+    r = cli("history", "--project-dir", str(proj))
+    assert "interrupted (1 committed)" in r.stdout, r.stdout
+    exactly_once(t, n)
+    r = cli("plan", "--project-dir", str(proj), "--format", "json")  # the next plan holds exactly the rest
+    assert len(json.loads(r.stdout)["tables"][0]["actions"]) == 2
+
+
+def test_item_14_stopped_at_once_the_record_says_a_group_may_have_committed(tmp_path: Path) -> None:
+    """A second Ctrl-C (KeyboardInterrupt) right after a commit: the run is in `compactor history` as
+    interrupted at once. The signal is raised at the crash point by a hook in this process (a second Ctrl-C's
+    timing cannot be placed from outside)."""
+    import json
+
+    import pytest
+
+    from compactor import api
+    from compactor.project.model import ProjectOptions
+    from compactor.runtime import faults
+    from tests.apply.helpers import make_table
+
+    t = tmp_path / "t"
+    make_table(t, partitions=2, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t),
+                   profiles="default:\n  target: dev\n  outputs:\n    dev: {engine: local, commit_every_bins: 1}\n")
+
+    def ctrl_c(name: str) -> None:
+        if name == "delta.after_commit":
+            raise KeyboardInterrupt
+
+    previous = faults.set_hook(ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            api.apply(ProjectOptions(project_dir=proj), watch_s=0)
+    finally:
+        faults.set_hook(previous)
+    (run,) = json.loads(cli("history", "--project-dir", str(proj), "--format", "json").stdout)
+    assert run["interrupted"] == "at_once" and run["results"] == [], run
+    assert "interrupted (0 committed)" in cli("history", "--project-dir", str(proj)).stdout
