@@ -42,7 +42,8 @@ from compactor.runtime.atomic_file import replace_with
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
 from compactor.runtime.lease import TableLease
 from compactor.runtime.secrets import redact, register_secrets
-from compactor.tasks.table_run import Engines, TableRun, apply_table, left_for_next_run
+from compactor.tasks.left_over import left_for_next_run
+from compactor.tasks.table_run import Engines, TableRun, apply_table
 from compactor.tasks.watch import TableWatch
 
 if TYPE_CHECKING:  # pragma: no cover

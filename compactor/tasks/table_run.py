@@ -22,17 +22,16 @@ from compactor.models.events import (
     ActionStarted,
     BinsDone,
     GroupStarted,
-    Interrupted,
-    OutOfTime,
     Progress,
 )
-from compactor.models.results import ActionDetails, ActionResult
+from compactor.models.results import ActionResult
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.runtime.lease import TableLease
+from compactor.tasks.left_over import left_for_next_run, out_of_time
 from compactor.tasks.watch import TableWatch
 
 log = logging.getLogger(__name__)
@@ -135,7 +134,7 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
     i = 0
     while i < len(actions):
         if env.deadline is not None and time.monotonic() >= env.deadline:
-            _out_of_time(env, actions[i:], results)
+            out_of_time(env.table.name, actions[i:], results, env.target.max_runtime_s or 0, env.progress)
             return False
         if env.stop is not None and env.stop.is_set():
             left_for_next_run(env.table.name, actions[i:], results, env.progress)
@@ -296,27 +295,6 @@ def _record(env: TableRun, res: ActionResult, results: list[ActionResult], t0: f
     if env.progress:
         env.progress(ActionFinished(env.table.name, res))
     return res.status == "error"
-
-
-def _out_of_time(env: TableRun, rest: Sequence[Action], results: list[ActionResult]) -> None:
-    """max_runtime is over: the actions not started are reported skipped (the next run picks them up)."""
-    budget = env.target.max_runtime_s or 0
-    note = f"max_runtime ({budget:.0f}s) was reached before it started; the next run picks it up"
-    for a in rest:
-        results.append(ActionResult(env.table.name, a.type, dict(a.partition), "skipped",
-                                    details=ActionDetails(max_runtime=True, note=note)))
-    if env.progress:
-        env.progress(OutOfTime(env.table.name, len(rest), budget))
-
-
-def left_for_next_run(table: str, rest: Sequence[Action], results: list[ActionResult],
-                      progress: Progress | None) -> None:
-    """The run was asked to stop (Ctrl-C): the actions not started are reported skipped, for the next run."""
-    note = "the run was interrupted (Ctrl-C) before it started; the next run picks it up"
-    for a in rest:
-        results.append(ActionResult(table, a.type, dict(a.partition), "skipped", details=ActionDetails(note=note)))
-    if progress and rest:
-        progress(Interrupted(table, len(rest)))
 
 
 class _BinProgress:
