@@ -92,6 +92,22 @@ def format_setting_size(n: int | None) -> str:
     return f"{n}B" if n < 1024 else format_size(n)
 
 
+def format_span(seconds: int | float) -> str:
+    """A length of time as read at a glance, in its two largest units: ``14s``, ``59m 46s``, ``2h 5m``,
+    ``3d 4h`` (``format_duration`` writes a duration as a policy does, exactly)."""
+    s = max(0, int(seconds))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if s >= size or (unit == "s" and not parts):
+            parts.append(f"{s // size}{unit}")
+            s %= size
+        if len(parts) == 2:
+            break
+    if len(parts) == 2 and parts[1].startswith("0"):
+        parts.pop()
+    return " ".join(parts)
+
+
 def format_duration(seconds: int | float | None) -> str:
     if seconds is None:
         return "-"

@@ -13,6 +13,7 @@ import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (
+    advice,
     build_options,
     check_selection,
     debug_option,
@@ -78,7 +79,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
             return exit_codes.FAILURE
         plan_obj = api.plan(options, compiled=compiled)
         console = make_console(stderr=True)
-        render_text(plan_obj, console)
+        render_text(plan_obj, console, advice=advice(compiled.target, project_dir, target))
         failed = [t.name for t in plan_obj.tables if t.error]
         if not plan_obj.has_changes:
             if failed:

@@ -220,6 +220,15 @@ def _quiet_closed_pipe() -> None:
         pass
 
 
+def advice(target: Target, project_dir: Path | None, target_option: str | None) -> Any:
+    """What the next steps printed beside skips may name: the --target and --project-dir the user gave, and
+    a target of the profile that runs the spark engine."""
+    from compactor.planning.explain import Advice
+
+    shown = None if project_dir is None or Path(project_dir) == Path(".") else str(project_dir)
+    return Advice(target=target_option, spark_target=target.spark_target, project_dir=shown)
+
+
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 

@@ -140,6 +140,7 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         catalogs={n: CatalogSettings(n, str(c["type"]), {k: str(v) for k, v in c.items() if k != "type"})
                   for n, c in (out.get("catalogs") or {}).items()},
         threads=out.get("max_concurrent_rewrites", out.get("threads")),
+        profile_targets={str(n): str((o or {}).get("engine", "local")) for n, o in outputs.items()},
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
         **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),
     ), diags

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_cli import cli, project
 
 
@@ -312,3 +314,132 @@ def test_item_14_stopped_at_once_the_record_says_a_group_may_have_committed(tmp_
     (run,) = json.loads(cli("history", "--project-dir", str(proj), "--format", "json").stdout)
     assert run["interrupted"] == "at_once" and run["results"] == [], run
     assert "interrupted (0 committed)" in cli("history", "--project-dir", str(proj)).stdout
+
+
+def test_item_9_a_quiet_period_skip_gives_the_age_and_when_the_partition_becomes_eligible(tmp_path: Path) -> None:
+    import datetime as dt
+    import json
+    import re
+
+    from tests.apply.helpers import make_table
+
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=4, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t).replace("min_input_files: 2}", "min_input_files: 2}, "
+                                                                  "quiet_period: 1h"))
+    r = cli("plan", "--project-dir", str(proj))
+    assert r.returncode == 0, r.stdout + r.stderr
+    m = re.search(r"skipped quiet_period x1 \(date=\S+\): its newest file is (\d+)s old, within quiet_period 1h \(a "
+                  r"writer may be active\): eligible from (\S+Z) \(in (1h|\d+m \d+s|\d+m)\); plan again from then",
+                  " ".join(r.stdout.split()))
+    assert m, r.stdout
+    eligible = dt.datetime.fromisoformat(m.group(2).replace("Z", "+00:00"))
+    assert dt.timedelta(minutes=55) < eligible - dt.datetime.now(dt.UTC) <= dt.timedelta(hours=1)
+    skip = json.loads(cli("plan", "--project-dir", str(proj), "--format", "json").stdout)["tables"][0]["skipped"][0]
+    assert skip["details"]["eligible_at"] == m.group(2)
+
+
+def test_item_10_a_file_sink_declared_as_delta_says_what_it_is_and_which_format_reads_it(tmp_path: Path) -> None:
+    from tests.cli.test_inspect import make_sink
+
+    make_sink(tmp_path / "sink")
+    proj = project(tmp_path / "proj", _policy("events_sink", tmp_path / "sink"))
+    r = cli("plan", "--project-dir", str(proj))
+    assert r.returncode == 1, r.stdout + r.stderr
+    said = " ".join(r.stdout.split())  # rich wraps a long error line at the terminal's width
+    assert (f"{tmp_path / 'sink'}: not a delta table: it has _spark_metadata, so it is a spark_file_sink table; "
+            "declare it with `format: spark_file_sink` in its policy (policies/p.yml:3:5)") in said, r.stdout
+    assert "no _delta_log" not in r.stdout
+
+
+def _dv_table(spark, path: Path):
+    """The issue's table: Spark-written, deletion vectors on, a DELETE that left a DV on every file (all
+    of them small)."""
+    from tests import spark_tables as st
+
+    return st.deletion_vectors(spark, path)
+
+
+def _quickstart(tmp_path: Path, table: Path) -> Path:
+    """README's Quickstart: `compactor init`, then the example policy pointed at the table."""
+    r = cli("init", "my-lake", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    proj = tmp_path / "my-lake"
+    (proj / "policies" / "example.yml").write_text(
+        f"version: 1\ntables:\n  - name: events\n    path: {table}\n"
+        "    compaction: {target_file_size: 128MB, triggers: {min_input_files: 2}}\n")
+    return proj
+
+
+@pytest.mark.spark
+@pytest.mark.delta_jars
+def test_item_7_plan_rows_are_the_live_rows_of_a_deletion_vector_table(delta_spark, tmp_path: Path) -> None:
+    import json
+
+    table = _dv_table(delta_spark, tmp_path / "events")
+    proj = _quickstart(tmp_path, table.path)
+    with open(proj / "profiles.yml", "a") as f:
+        f.write("    prod: {engine: spark}\n")
+    r = cli("plan", "--target", "prod", "--format", "json", cwd=proj)
+    assert r.returncode == 0, r.stdout + r.stderr
+    actions = json.loads(r.stdout)["tables"][0]["actions"]
+    assert actions and sum(a["rows"] for a in actions) == table.rows == 540  # 600 written, 60 deleted by DVs
+
+
+@pytest.mark.spark
+@pytest.mark.delta_jars
+def test_item_8_quickstart_on_a_deletion_vector_table_plan_inspect_and_report_say_the_same(
+        delta_spark, tmp_path: Path) -> None:
+    """Acceptance: plan, inspect and report give the same reason and the same next step; no false
+    "already_compact", no "compact them" where the plan merges none."""
+    import html
+    import re
+
+    table = _dv_table(delta_spark, tmp_path / "events")
+    proj = _quickstart(tmp_path, table.path)
+    for spark_target, step in ((None, "use the spark engine (delta-spark's OPTIMIZE compacts it): add a target with "
+                                      "`engine: spark` to profiles.yml, then `compactor plan --target <that target>`"),
+                               ("prod", "use the spark engine (delta-spark's OPTIMIZE compacts it): "
+                                        "`compactor plan --target prod`")):
+        if spark_target:
+            with open(proj / "profiles.yml", "a") as f:
+                f.write(f"    {spark_target}: {{engine: spark}}\n")
+        said = ("unsupported x3 (date=2024-01-01 and 2 more): 6 file(s) with deletion vectors, which compactor's own "
+                f"rewrite leaves alone; {step}")
+        plan = cli("plan", cwd=proj)
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        plan_text = " ".join(plan.stdout.split())
+        assert f"skipped {said}" in plan_text, plan.stdout
+        assert "already_compact" not in plan.stdout, plan.stdout
+        inspect = cli("inspect", str(table.path), cwd=proj)
+        assert inspect.returncode == 0, inspect.stdout + inspect.stderr
+        inspect_text = " ".join(inspect.stdout.split())
+        assert f"skipped {said}" in inspect_text and "the plan: no change" in inspect_text, inspect.stdout
+        assert "compact them" not in inspect.stdout and "already_compact" not in inspect.stdout
+        report = cli("report", "--out", "report.html", cwd=proj)
+        assert report.returncode == 0, report.stdout + report.stderr
+        page = html.unescape(re.sub(r"<[^>]+>", "", (proj / "report.html").read_text()))
+        assert f"The plan leaves it as it is. Skipped {said}." in " ".join(page.split()), page[-3000:]
+        assert "0 small files the plan merges" in page
+
+
+def test_item_8_inspect_of_a_compacted_sink_by_its_path_repeats_the_plan(tmp_path: Path) -> None:
+    """Once the sink is compacted, `inspect PATH` (a path the project's policy names) says what `plan`
+    says, never "compact them"."""
+    from tests.cli.test_inspect import make_sink
+
+    sink = tmp_path / "sink"
+    make_sink(sink, batches=6, interval=3)  # the latest .compact (batch 5) lists all 12 files
+    proj = project(tmp_path / "proj", f"version: 1\ntables:\n  - name: clicks\n    path: {sink}\n"
+                                      "    format: spark_file_sink\n"
+                                      "    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}\n"
+                                      "    sink: {quiet_period: 0, downstream_streaming_readers: none}\n")
+    before = cli("inspect", str(sink), "--project-dir", str(proj))
+    assert "the plan: sink_compact x2 (files 12 -> 2)" in before.stdout, before.stdout
+    assert cli("apply", "--project-dir", str(proj), "--auto-approve").returncode == 0
+    plan = cli("plan", "--project-dir", str(proj))
+    after = cli("inspect", str(sink), "--project-dir", str(proj))
+    assert after.returncode == 0, after.stdout + after.stderr
+    said = [line.strip() for line in plan.stdout.splitlines() if line.strip().startswith("skipped ")]
+    assert said and all(f"- {line}" in after.stdout for line in said), plan.stdout + after.stdout
+    assert "the plan: no change" in after.stdout and "compact them" not in after.stdout, after.stdout
