@@ -70,7 +70,7 @@ def test_every_table_node_with_a_compactor_meta_is_a_table_named_by_its_unique_i
     assert tables["model.shop.events"]["source"].endswith("shop/models/schema.yml:8:11")
     assert tables["model.shop.daily"]["source"].endswith("shop/dbt_project.yml:12:11")
     assert tables["seed.shop.regions"]["source"].endswith("shop/seeds/properties.yml:6:20")
-    assert "to 64.0 MiB" in tables["model.shop.daily"]["policy"]  # dbt_project.yml's +meta for marts/
+    assert "to 64MiB" in tables["model.shop.daily"]["policy"]  # dbt_project.yml's +meta for marts/
 
 
 def test_select_takes_dbt_tags_and_node_names(parsed: Path) -> None:
