@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -130,6 +131,58 @@ def _configure_logging(debug: bool) -> None:
     if not debug:
         for h in logging.getLogger().handlers:
             h.setFormatter(_NoTracebackFormatter(fmt))
+    _show_progress()
+
+
+class _ProgressHandler(logging.Handler):
+    """Writes each record to a duplicate of descriptor 2 made when the command started, or, where
+    sys.stderr has no descriptor (a caller's StringIO, click's test runner), to sys.stderr as it is then."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.own: Any = None
+        try:
+            sys.stderr.flush()
+            self.own = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+        except (AttributeError, OSError, ValueError):
+            self.own = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = self.own or sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a progress line must never fail the command
+            pass
+
+    def close(self) -> None:
+        if self.own is not None:
+            with contextlib.suppress(OSError):
+                self.own.close()
+            self.own = None
+        super().close()
+
+
+#: the handler that shows the library's progress lines (runtime/progress.py); one per process
+_progress_handler: logging.Handler | None = None
+
+
+def _show_progress() -> None:
+    """Progress lines go to the terminal's stderr as they are, through a duplicate of descriptor 2 made now:
+    a JVM's launch points descriptor 2 at target/spark.log for its duration, and that is when a "still
+    starting Spark" line matters most."""
+    global _progress_handler
+    from compactor.runtime.progress import LOGGER
+
+    logger = logging.getLogger(LOGGER)
+    if _progress_handler is not None:
+        logger.removeHandler(_progress_handler)
+        _progress_handler.close()
+    _progress_handler = _ProgressHandler()
+    _progress_handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(_progress_handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def prepare_output(path: Path | None, option: str) -> Path | None:

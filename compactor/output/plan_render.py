@@ -52,8 +52,8 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
     skip kind of a table is one line: why, and the next step (``advice``: the targets it may name)."""
     for t in plan.tables:
         title = f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}"
-        if t.error:
-            console.print(f"{title}\n  [red]error:[/] {safe(t.error)}")
+        if t.error:  # one line whatever its length (soft wrap: a log keeps it whole)
+            console.print(f"{title}\n  [red]error:[/] {safe(t.error)}", soft_wrap=True)
             continue
         if t.actions:
             console.print(title, highlight=False)  # not the table's title: rich wraps that to the table width
@@ -78,7 +78,7 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
                           highlight=False)
         if t.skipped and not t.error:
             for line in skip_lines(t.skipped, t.engine, advice):
-                console.print(f"  skipped {safe(line)}", highlight=False)
+                console.print(f"  skipped {safe(line)}", highlight=False, soft_wrap=True)
             if partitions:
                 for s in t.skipped:
                     console.print(f"    {safe(_part(s.partition))}: {safe(s.reason)} - {safe(s.message)}")

@@ -228,7 +228,13 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
     from compactor.tasks.history import load_history
     from compactor.tasks.plan import expand_policies, plan_project
     from compactor.tasks.plan_file import load_plan
-    from compactor.tasks.saved_plan import options_for_plan, planned_target, refuse_if_applied
+    from compactor.tasks.saved_plan import (
+        located_by_catalog,
+        options_for_plan,
+        pinned_policies,
+        planned_target,
+        refuse_if_applied,
+    )
 
     if plan_obj is None and plan_file is not None:
         plan_obj = load_plan(plan_file, require_key=require_key)
@@ -248,8 +254,11 @@ def apply_project(options: ProjectOptions, *, plan_file: Path | None = None, pla
                          hint="run `compactor plan` again for the target as it is now")
     if saved and not dry_run:
         refuse_if_applied(plan_obj, load_history(compiled.project.target_dir), options)
-    policies = expand_policies(compiled.policies, compiled.project.root, compiled.target.storage_options, {},
-                               target=compiled.target)
+    # a saved plan pins where a catalog located its tables: no catalog lookup (no JVM for a Hive metastore)
+    by_catalog = [p for p in compiled.policies if saved and located_by_catalog(p)]
+    policies = expand_policies([p for p in compiled.policies if p not in by_catalog], compiled.project.root,
+                               compiled.target.storage_options, {}, target=compiled.target)
+    policies += pinned_policies(by_catalog, plan_obj)
     problems = plan_problems(plan_obj, compiled.project.name, policies, compiled.target.engine)
     if problems:
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")

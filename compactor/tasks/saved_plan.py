@@ -1,9 +1,12 @@
-"""A saved plan applied as Terraform applies one: with the target it was made for, and once.
+"""A saved plan applied as Terraform applies one: with the target it was made for, once, and where it pins.
 
 `compactor plan --target spark` writes the target into the plan; `compactor apply target/plan.json` takes
 it from there (a ``--target`` that contradicts it is refused, naming the exact command). A plan some run
 already applied (wholly or in part) is refused: its actions would all be stale, and the next plan holds
-exactly what is left."""
+exactly what is left. The tables a catalog located (a ``catalog:`` entry, a discover over a catalog, a dbt
+node) are taken at the locations the plan pins, without asking the catalog again (a Hive metastore would
+start a JVM): apply checks each pinned table's identity on storage instead (its log and table id,
+tasks/table_run.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from pathlib import Path
 from compactor.errors import StalePlanError, UsageError
 from compactor.models.results import RunResults
 from compactor.planning.plan import Plan
+from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions
 
 
@@ -65,3 +69,22 @@ def refuse_if_applied(plan: Plan, runs: list[RunResults], options: ProjectOption
     how = " (in part: it was interrupted)" if run.interrupted else ""
     raise StalePlanError(f"this plan was applied by run {run.run_id}{how}; run `compactor plan` for a new one",
                          hint=f"`{_command('plan', options=options, target=options.target)}` plans what is left")
+
+
+def located_by_catalog(policy: TablePolicy) -> bool:
+    """A policy whose table(s) a catalog locates: named in a catalog, or a discover over a catalog."""
+    return policy.catalog is not None or (policy.discover is not None and policy.discover.catalog is not None)
+
+
+def pinned_policies(policies: list[TablePolicy] | tuple[TablePolicy, ...], plan: Plan) -> list[TablePolicy]:
+    """The tables of ``policies`` a catalog locates, at the locations (and in the formats) ``plan`` pins for
+    them: a ``catalog:`` policy is its plan table of the same name, a discover over a catalog each plan table
+    named ``<policy>/<table>``. A table the plan does not hold is not applied (it has no action)."""
+    out: list[TablePolicy] = []
+    for p in policies:
+        if p.discover is not None:
+            out += [replace(p, name=t.name, path=t.path, format=t.format, discover=None) for t in plan.tables
+                    if t.name.startswith(f"{p.name}/")]
+        else:
+            out += [replace(p, path=t.path, format=t.format) for t in plan.tables if t.name == p.name]
+    return out

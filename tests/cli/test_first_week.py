@@ -443,3 +443,30 @@ def test_item_8_inspect_of_a_compacted_sink_by_its_path_repeats_the_plan(tmp_pat
     said = [line.strip() for line in plan.stdout.splitlines() if line.strip().startswith("skipped ")]
     assert said and all(f"- {line}" in after.stdout for line in said), plan.stdout + after.stdout
     assert "the plan: no change" in after.stdout and "compact them" not in after.stdout, after.stdout
+
+
+def test_item_5_apply_checks_the_planned_tables_identity_at_its_path(tmp_path: Path) -> None:
+    """A saved plan pins each table's location (a catalog's, without asking the catalog again at apply) and
+    its identity: a table dropped and created again at that path is refused, nothing touched."""
+    import json
+    import shutil
+
+    from deltalake import DeltaTable
+
+    from tests.apply.helpers import make_table
+
+    t = tmp_path / "t"
+    make_table(t, partitions=1, appends=3, rows=5)
+    proj = project(tmp_path / "proj", _policy("t", t))
+    assert cli("plan", "--project-dir", str(proj)).returncode == 0
+    planned = json.loads((proj / "target" / "plan.json").read_text())["tables"][0]
+    assert planned["table_id"] == DeltaTable(str(t)).metadata().id
+    shutil.rmtree(t)
+    make_table(t, partitions=1, appends=3, rows=5)  # another table at the same path: a new table id
+    new_id = DeltaTable(str(t)).metadata().id
+    before = sorted(p.name for p in t.rglob("*.parquet"))
+    r = cli("apply", str(proj / "target" / "plan.json"), "--project-dir", str(proj))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (f"the table at {t} is not the table planned (table id {new_id}, planned {planned['table_id']})"
+            in " ".join((r.stdout + r.stderr).split())), r.stdout + r.stderr
+    assert sorted(p.name for p in t.rglob("*.parquet")) == before

@@ -32,7 +32,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     base = TablePlan(
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
-        bytes_before=state.total_bytes, policy_source=str(policy.source),
+        bytes_before=state.total_bytes, policy_source=str(policy.source), table_id=state.table_id,
         duplicate_rewrite=delta_facts(state).duplicates.reports)
     if not policy.enabled:
         return replace(base, files_after=state.file_count,
