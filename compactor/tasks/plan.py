@@ -24,6 +24,7 @@ from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.gc_pause import gc_paused
 from compactor.runtime.paths import is_uri
+from compactor.runtime.progress import phase
 from compactor.runtime.secrets import redact, redact_error, register_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -180,7 +181,8 @@ def read_project(compiled: CompiledProject, *,
                                discover_errors, target=compiled.target)
     states: dict[str, TableState | Exception] = dict(discover_errors)
     to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
+    with phase(f"reading {len(to_read)} table(s)", announce=False), \
+            ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
         futures = {p.name: pool.submit(read_state, p, compiled.target) for p in to_read}
         for i, (name, fut) in enumerate(futures.items(), 1):
             states[name] = fut.result()
