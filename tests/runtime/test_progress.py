@@ -15,11 +15,14 @@ from compactor.runtime.progress import LOGGER, phase
 def _heard(caplog: pytest.LogCaptureFixture):
     """caplog hears the logger even where a CLI run in this process stopped it propagating (cli/common.py)."""
     logger = logging.getLogger(LOGGER)
+    propagates = logger.propagate
+    logger.propagate = False  # heard once, by caplog's handler on the logger itself
     logger.addHandler(caplog.handler)
     try:
         yield
     finally:
         logger.removeHandler(caplog.handler)
+        logger.propagate = propagates
 
 
 def test_a_phase_is_said_before_it_starts_then_every_few_seconds_then_how_long_it_took(
