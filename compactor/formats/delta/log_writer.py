@@ -186,7 +186,7 @@ def write_commit(dt: Any, where: TableLocation, read_version: int, actions: Sequ
     store = storage_for(where.uri, where.storage_options)
     version = read_version + 1
     while True:
-        lines = [{"commitInfo": commit_info(op, version - 1, metadata)}, *actions]
+        lines = [{"commitInfo": commit_info(op, read_version, metadata)}, *actions]
         data = ("\n".join(json.dumps(a, separators=(",", ":")) for a in lines) + "\n").encode()
         if store.create_exclusive(f"_delta_log/{version:020d}.json", data):
             break
