@@ -120,7 +120,8 @@ class SparkEngine:
             if self._unavailable is not None:  # asked once: an unreachable server is not probed again
                 raise self._unavailable
             try:
-                self._spark, self._owns_session = open_session(self.target.spark)
+                self._spark, self._owns_session = open_session(
+                    self.target.spark, purpose=f"the spark engine of target '{self.target.name}'")
             except CompactorError as e:  # no session, no Spark work: the run stops here (one message)
                 self._unavailable = EngineUnavailableError(e.message, hint=e.hint)
                 raise self._unavailable from None

@@ -247,7 +247,8 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         keep = [f for k, f in enumerate(files) if k not in stale]
         own = commit_swap(dt, where, read_version=read_version, removed=[r for f in keep for r in f[0]],
                           added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
-                          fence=ctx.fence)
+                          fence=ctx.fence,
+                          partitions=[dict(a.partition) for k, a in enumerate(rewrites) if k not in stale])
     except _GroupNotCommitted as e:
         _end(prepared, where, read_version, marker, e)
         return list(e.members)

@@ -244,7 +244,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
         files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
     return TableState(
-        uri=uri, format="delta", version=v, partition_columns=parts, files=files,
+        uri=uri, format="delta", version=v, partition_columns=parts, files=files, table_id=str(meta.id),
         properties=dict(meta.configuration or {}),
         protocol=Protocol(proto.min_reader_version, proto.min_writer_version,
                           tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
