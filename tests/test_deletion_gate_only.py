@@ -9,7 +9,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "compactor"
-DELETES = {"delete", "delete_many", "delete_prefix", "delete_dir", "delete_file", "delete_if_match", "unlink"}
+DELETES = {"delete", "delete_many", "delete_prefix", "delete_dir", "delete_file", "delete_if_match", "unlink",
+           "cleanup_metadata"}
 #: deletes only when called on these modules (``list.remove`` is no delete)
 MODULE_DELETES = {("os", "remove"), ("os", "rmdir"), ("os", "unlink"), ("shutil", "rmtree")}
 STORAGE = "the Storage backends themselves (what every caller's delete runs)"
@@ -38,6 +39,10 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "engines/spark:SparkEngine._rewrite_bin": (1, "the _compactor_staging_ folder Spark wrote the bin's file into"),
     "engines/spark_class_archive:_unlink": (1, "compactor's own JVM class archive in the user's cache folder"),
     "tasks/demo:prepare_dir": (1, "the demo's own folder, made by `compactor demo`"),
+    "formats/delta/log_writer:_post_commit": (1, "delta-rs' cleanup of log files older than delta.logRetentionDuration "
+                                                 "after a checkpoint, as every Delta writer's post-commit hook "
+                                                 "does (never a data file, never a commit the newest checkpoint "
+                                                 "needs)"),
     "formats/file_sink/recovery:_adopt_legacy_journal": (1, "the previous release's journal, _compactor/sink_journal.json"),
     "formats/file_sink/run:_replace_compact": (1, "the .crc checksum of the sink manifest compactor just replaced"),
     "formats/file_sink/run:_replace_local": (2, "its own temporary manifest, and the replaced manifest's .crc checksum"),
