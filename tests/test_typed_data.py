@@ -50,7 +50,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/log_replay:Replay.protocol.protocol": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/log_replay:Replay.remove.action": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/log_replay:_dv_key.dv": DELTA_ACTION + " (read by compactor's own log replay)",
-    "formats/delta/log_replay:dv_file.dv": DELTA_ACTION + " (read by compactor's own log replay)",
+    "formats/delta/log_paths:dv_file.dv": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/log_replay:Replay.put.dv": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/log_replay:_decoded.action": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/file_sink/log:MetadataLog.read_entries.return": SINK_ENTRY,

@@ -229,13 +229,14 @@ def live_entries(table_uri: str, storage_options: Mapping[str, Any] | None = Non
     return [e for e in entries if e is not None and e.running(now)]
 
 
-def recover(table_uri: str, gate: Callable[[], DeletionGate], *,
+def recover(table_uri: str, gate: Callable[[int | None], DeletionGate], *,
             grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
             storage_options: Mapping[str, Any] | None = None,
             retire: Callable[[list[str]], None] | None = None) -> list[str]:
-    """Delete what dead runs left (module docstring). ``gate()``: the table's deletion gate
+    """Delete what dead runs left (module docstring). ``gate(since)``: the table's deletion gate
     (runtime/deletion.py), built once when some entry is to be recovered: it keeps every file the table
-    references (the format reads its own log), and every deletion goes through it. ``retire(paths)``: an
+    references and every file a commit after version ``since`` named (the earliest read version of the
+    entries recovered; None: none known), and every deletion goes through it. ``retire(paths)``: an
     entry's unreferenced ``inputs`` once its commit landed. Returns deleted paths (relative to the table
     root). Call while holding the table lease."""
     storage = storage_for(table_uri, storage_options)
@@ -244,25 +245,14 @@ def recover(table_uri: str, gate: Callable[[], DeletionGate], *,
     for o in listed:  # temp files of entry writes a kill interrupted (local disk)
         if os.path.basename(o.path).startswith(".") and o.path.endswith(".tmp") and now - o.mtime > 60:
             storage.delete(o.path)
-    if not jfiles:
+    due = [(jfile, e) for jfile in jfiles if (e := _recoverable(storage, jfile, now, retire is not None))]
+    if not due:
         return []
+    versions = [e.read_version for _, e in due]
+    table_gate = gate(None if None in versions else min(v for v in versions if v is not None))
     slack = _SLACK_REMOTE_S if is_remote(table_uri) else _SLACK_S
     deleted: list[str] = []
-    table_gate: DeletionGate | None = None
-    for jfile in jfiles:
-        entry = _read_entry(storage, jfile)
-        if entry is None or entry.running(now):
-            continue
-        if entry.inputs and retire is None:
-            log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
-            continue
-        unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
-                 [rel for rel in entry.staging if not is_staging_folder(rel)]
-        if unsafe:  # never from compactor's own writes: a damaged or edited entry deletes nothing
-            log.warning("keeping journal entry %s: it names %d path(s) that are no output or staging folder of "
-                        "compactor's (e.g. %r); nothing of it was deleted", jfile, len(unsafe), unsafe[0])
-            continue
-        table_gate = table_gate or gate()
+    for jfile, entry in due:
         outputs = [rel for rel in entry.outputs if storage.exists(rel)]
         done = delete_proved(storage, table_gate, outputs, entry.staging)
         deleted += done.deleted
@@ -277,6 +267,24 @@ def recover(table_uri: str, gate: Callable[[], DeletionGate], *,
         log.warning("%s: deleted %d uncommitted file(s) left by interrupted compactor runs", table_uri,
                     len(deleted))
     return deleted
+
+
+def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool) -> JournalEntry | None:
+    """The entry at ``jfile`` when its run provably ended and it names only what compactor writes; None (the
+    entry stays) otherwise."""
+    entry = _read_entry(storage, jfile)
+    if entry is None or entry.running(now):
+        return None
+    if entry.inputs and not can_retire:
+        log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
+        return None
+    unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
+             [rel for rel in entry.staging if not is_staging_folder(rel)]
+    if unsafe:  # never from compactor's own writes: a damaged or edited entry deletes nothing
+        log.warning("keeping journal entry %s: it names %d path(s) that are no output or staging folder of "
+                    "compactor's (e.g. %r); nothing of it was deleted", jfile, len(unsafe), unsafe[0])
+        return None
+    return entry
 
 
 def _safe_parts(parts: list[str]) -> bool:

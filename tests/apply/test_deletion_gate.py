@@ -193,3 +193,36 @@ def test_the_gate_names_why_it_keeps_each_file(delta_spark, tmp_path: Path) -> N
     assert kept[cdc].startswith("change data of version")
     assert kept[crc].startswith("a hidden name")
     assert "orphan.parquet" not in kept
+
+
+def test_recovery_keeps_an_output_a_commit_since_its_run_named_though_a_checkpoint_forgot_it(tmp_path: Path) -> None:
+    """A dead run's output that a commit after the run's read version added, and another removed, is a file
+    a reader of that version needs, even where a checkpoint since dropped its expired tombstone (zero
+    retention): recovery keeps it (the commits after the entry's read version are read, as before the gate)."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    t = tmp_path / "t"
+    write_deltalake(str(t), pa.table({"id": pa.array([0], pa.int64())}))
+    DeltaTable(str(t)).alter.set_table_properties({"delta.deletedFileRetentionDuration": "interval 0 hours"})
+    read_version = DeltaTable(str(t)).version()
+    write_deltalake(str(t), pa.table({"id": pa.array([1], pa.int64())}), mode="append")
+    (output,) = _commit_adds(t, read_version + 1)
+    DeltaTable(str(t)).optimize.compact()  # removes the output again
+    DeltaTable(str(t)).create_checkpoint()
+    assert output not in _live_or_tombstoned(t)  # the checkpoint forgot its expired tombstone
+    journal.adopt(str(t), JournalEntry("dead", "a", str(t), read_version, outputs=[output], ended_at=time.time()))
+    assert FORMAT.recover(TableLocation(str(t)), grace_s=0) == []
+    assert (t / output).exists()
+
+
+def _commit_adds(t: Path, version: int) -> list[str]:
+    lines = (t / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    return [json.loads(ln)["add"]["path"] for ln in lines if ln.startswith('{"add"')]
+
+
+def _live_or_tombstoned(t: Path) -> set[str]:
+    from compactor.formats.delta.log_replay import replay
+
+    state = replay(TableLocation(str(t)))
+    return {k[0] for k in state.live} | {k[0] for k in state.tombstones}

@@ -217,9 +217,9 @@ def test_the_journal_keeps_its_format_for_entries_without_inputs(tmp_path: Path)
     entry = JournalEntry("r", "c", str(t), None, outputs=["y.parquet"], inputs=["z.parquet"], ended_at=time.time())
     journal.adopt(str(t), entry)
     (t / "y.parquet").write_bytes(b"y")
-    assert journal.recover(str(t), lambda: _Listed(set())) == [] and (t / "y.parquet").exists()
+    assert journal.recover(str(t), lambda _since: _Listed(set())) == [] and (t / "y.parquet").exists()
     retired: list[list[str]] = []
-    assert journal.recover(str(t), lambda: _Listed({"y.parquet"}), retire=retired.append) == []
+    assert journal.recover(str(t), lambda _since: _Listed({"y.parquet"}), retire=retired.append) == []
     assert retired == [["z.parquet"]] and not pending_journals(str(t))
 
 

@@ -14,7 +14,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.log_replay import dv_file, replay, z85_uuid
+from compactor.formats.delta.log_paths import dv_file, z85_uuid
+from compactor.formats.delta.log_replay import replay
 from compactor.formats.delta.state import read_delta_state
 from compactor.models.table import TableLocation
 from tests.conftest import fixture_dirs

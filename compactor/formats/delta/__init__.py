@@ -164,8 +164,10 @@ class DeltaFormat:
         from compactor.formats.delta.references import references
         from compactor.runtime.journal import recover
 
-        # every file the log references now, every tombstone counted (no retention: that is VACUUM's)
-        return recover(table.uri, lambda: references(table), grace_s=grace_s, storage_options=table.storage_options)
+        # every file the log references now, every tombstone counted (no retention: that is VACUUM's), and
+        # every file a commit since the dead runs' read versions named
+        return recover(table.uri, lambda since: references(table, named_since=since), grace_s=grace_s,
+                       storage_options=table.storage_options)
 
     def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession

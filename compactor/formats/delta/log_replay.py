@@ -7,11 +7,9 @@ sidecars, in JSON or Parquet) and the JSON commits after it, and reconciles them
 file action is keyed by its path and its deletion vector's unique id; an add makes its key live and drops
 its tombstone, a remove makes it a tombstone (with its ``deletionTimestamp``) and drops it from the live set.
 
-A file action names up to two files: its data file (``path``: URL-encoded, relative to the table root or an
-absolute URI) and its deletion vector's (``deletionVector``: ``u`` = a random prefix and a base85 (Z85)
-UUID, the file ``<prefix>/deletion_vector_<uuid>.bin`` under the root; ``r`` = a path relative to the root;
-``p`` = an absolute URI; ``i`` = inline, no file). Paths are kept decoded and relative to the table root,
-as storage lists them; one outside the root stays absolute (nothing under the root is it).
+A file action names up to two files, its data file and its deletion vector's (formats/delta/log_paths.py
+says where each points). Paths are kept decoded and relative to the table root, as storage lists them; one
+outside the root stays absolute (nothing under the root is it).
 
 Anything the replay cannot read with certainty (a gap in the commits, a checkpoint part gone, a deletion
 vector it cannot resolve, a catalog-managed table whose newest commits live elsewhere) raises
@@ -21,16 +19,15 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from compactor.errors import TableReadError
 from compactor.formats.delta.log import Commit, read_commit
+from compactor.formats.delta.log_paths import DeletionVectorFile, dv_file, relative_to_root
 from compactor.models.table import TableLocation
-from compactor.runtime.paths import is_remote
 from compactor.runtime.storage import Storage, StorageError, storage_for
 
 LOG_DIR = "_delta_log"
@@ -38,9 +35,6 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CLASSIC = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 _MULTI = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _V2 = re.compile(r"^(\d{20})\.checkpoint\.[0-9a-fA-F-]{36}\.(json|parquet)$")
-#: Delta's Base85 alphabet (Z85's characters; Delta's Codec.Base85Codec)
-_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
 #: writer features whose newest commits may live outside ``_delta_log`` (a catalog holds them)
 _UNLISTED_COMMITS = frozenset({"catalogManaged", "catalogOwned-preview", "coordinatedCommits-preview"})
 #: table features whose files the replay knows (the protocol's features as of Delta 4.4): a table with any
@@ -53,102 +47,6 @@ KNOWN_FEATURES = frozenset({
     "variantType", "variantType-preview", "variantShredding-preview", "allowColumnDefaults", "collations-preview",
     "checkpointProtection", "materializePartitionColumns", *_UNLISTED_COMMITS,
 })
-#: one object store, however its URI spells the scheme (Spark writes s3a://, delta-rs s3://)
-_SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3", "abfs": "az", "abfss": "az", "wasb": "az", "wasbs": "az",
-                  "adl": "az", "azure": "az", "gcs": "gs"}
-
-
-def z85_uuid(encoded: str) -> uuid.UUID:
-    """The UUID a deletion vector's 20 base85 characters encode (four 5-character blocks of 4 bytes,
-    big-endian). ValueError for any other text."""
-    if len(encoded) != 20:
-        raise ValueError(f"an encoded UUID has 20 characters, not {len(encoded)}")
-    out = bytearray()
-    for k in range(0, 20, 5):
-        n = 0
-        for c in encoded[k:k + 5]:
-            if c not in _Z85_VALUE:
-                raise ValueError(f"{c!r} is not a base85 character")
-            n = n * 85 + _Z85_VALUE[c]
-        if n >= 1 << 32:
-            raise ValueError("a base85 block beyond 32 bits")
-        out += n.to_bytes(4, "big")
-    return uuid.UUID(bytes=bytes(out))
-
-
-def _object_key(uri: str) -> tuple[str, str, str] | None:
-    """(store family, bucket or container, key) of an object-store URI; None for anything else."""
-    parts = urlsplit(uri)
-    if not parts.scheme or parts.scheme == "file":
-        return None
-    family = _SCHEME_FAMILY.get(parts.scheme, parts.scheme)
-    bucket = parts.netloc.split("@", 1)[0] if "@" in parts.netloc else parts.netloc
-    return family, bucket, unquote(parts.path).strip("/")
-
-
-def _local(path: str) -> str:
-    """A local path from ``/p``, ``file:/p`` (Hadoop) or ``file:///p``."""
-    if path.startswith("file:"):
-        path = path[len("file:"):]
-        while path.startswith("//"):
-            path = path[1:]
-    return path.rstrip("/")
-
-
-def relative_to_root(path: str, root: str) -> str:
-    """A decoded log path relative to the table ``root``: a relative one stays; an absolute URI or path
-    inside the root loses the root; one outside it stays as it is."""
-    if not path.startswith("/") and "://" not in path and not path.startswith("file:"):
-        return path
-    if is_remote(root):
-        mine, theirs = _object_key(root), _object_key(path)
-        if mine is not None and theirs is not None and mine[:2] == theirs[:2] \
-                and theirs[2].startswith(mine[2] + "/" if mine[2] else ""):
-            return theirs[2][len(mine[2]) + 1:] if mine[2] else theirs[2]
-        return path
-    base, target = _local(unquote(root) if root.startswith("file:") else root), _local(path)
-    return target[len(base) + 1:] if target.startswith(base + "/") else path
-
-
-@dataclass(frozen=True)
-class DeletionVectorFile:
-    """The file a deletion vector descriptor names: relative to the table root (decoded), or an absolute
-    URI outside it; ``uuid`` when its name carries one (``deletion_vector_<uuid>.bin``)."""
-
-    path: str
-    uuid: str | None = None
-
-
-_DV_NAME = re.compile(r"deletion_vector_([0-9a-fA-F-]{36})\.bin$")
-
-
-def dv_uuid_of(path: str) -> str | None:
-    """The UUID in a deletion vector file's name, whatever a writer put before ``deletion_vector_``."""
-    m = _DV_NAME.search(path)
-    return m.group(1).lower() if m else None
-
-
-def dv_file(dv: Mapping[str, Any] | None, root: str) -> DeletionVectorFile | None:
-    """The file of a deletion vector descriptor; None for none or an inline one. ValueError for a
-    descriptor the protocol does not define (the caller then deletes nothing)."""
-    if not dv:
-        return None
-    kind, text = dv.get("storageType"), dv.get("pathOrInlineDv")
-    if kind == "i":
-        return None
-    if not isinstance(text, str) or not text:
-        raise ValueError(f"a deletion vector of storage type {kind!r} without pathOrInlineDv")
-    if kind == "u":
-        prefix, ident = text[:-20], str(z85_uuid(text[-20:]))
-        name = f"deletion_vector_{ident}.bin"
-        return DeletionVectorFile(f"{prefix}/{name}" if prefix else name, ident)
-    if kind == "r":
-        path = text.lstrip("/")
-    elif kind == "p":
-        path = relative_to_root(unquote(text), root)
-    else:
-        raise ValueError(f"unknown deletion vector storage type {kind!r}")
-    return DeletionVectorFile(path, dv_uuid_of(path))
 
 
 class FileRef(NamedTuple):
@@ -194,6 +92,8 @@ class Replay:
     #: the protocol's reader and writer features
     features: frozenset[str] = frozenset()
     has_metadata: bool = False
+    #: the version of the checkpoint the replay began from (None: from the first commit)
+    checkpoint_version: int | None = None
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -297,7 +197,7 @@ def replay(table: TableLocation, listing: LogListing | None = None) -> Replay:
         base = max(listing.checkpoints, default=None)
         if base is not None:
             _read_checkpoint(storage, listing.checkpoints[base], state)
-            state.version = base
+            state.version = state.checkpoint_version = base
         advance(state, table, newest)
     except StorageError as e:
         raise TableReadError(f"{table.uri}: cannot read the log: {e}") from None

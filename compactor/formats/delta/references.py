@@ -25,18 +25,11 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.log_replay import (
-    LogListing,
-    Replay,
-    advance,
-    dv_uuid_of,
-    list_log,
-    relative_to_root,
-    replay,
-)
+from compactor.formats.delta.log_paths import dv_uuid_of, relative_to_root
+from compactor.formats.delta.log_replay import LogListing, Replay, advance, list_log, replay
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import storage_for
 
@@ -66,6 +59,7 @@ class DeltaReferences:
         self._state = state
         self.cutoff_ms = cutoff_ms
         self._commit_times = dict(commit_times or {})
+        self._named: dict[str, str] = {}
         self._index()
 
     @property
@@ -86,6 +80,8 @@ class DeltaReferences:
                     why.setdefault(ref.dv.path, reason)
                     if ref.dv.uuid is not None:
                         uuids.setdefault(ref.dv.uuid.lower(), reason)
+        for path, reason in self._named.items():
+            why.setdefault(path, reason)
         for version, paths in st.cdc.items():
             if self._recent(version):
                 for p in paths:
@@ -120,6 +116,14 @@ class DeltaReferences:
                 self._commit_times.setdefault(v, now)
             self._index()
 
+    def keep_named(self, versions: Iterable[int]) -> None:
+        """Keep every file the commits of ``versions`` name (their adds and removes)."""
+        for v in versions:
+            commit = read_commit(self.table, v)
+            for path in [*commit.adds, *commit.removes] if commit is not None else ():
+                self._named.setdefault(relative_to_root(path, self.table.uri), f"named by version {v}")
+        self._index()
+
     def read_change_data(self, listing: LogListing) -> None:
         """The change data files of the commits newer than the cutoff that the replay began after (those
         before its checkpoint): read only when a change data file would otherwise be deleted."""
@@ -143,7 +147,16 @@ class DeltaReferences:
         return out
 
 
-def references(table: TableLocation, cutoff_ms: int | None = None) -> DeltaReferences:
-    """The gate of ``table`` as its log says now (TableReadError when the log cannot be read with certainty)."""
+def references(table: TableLocation, cutoff_ms: int | None = None, *,
+               named_since: int | None = None) -> DeltaReferences:
+    """The gate of ``table`` as its log says now (TableReadError when the log cannot be read with certainty).
+    ``named_since``: also keep every file a commit after that version named (crash recovery: a dead run's
+    output another commit has added and removed since is a file a reader of that version needs), read from
+    the commits still in the log."""
     listing = list_log(storage_for(table.uri, table.storage_options))
-    return DeltaReferences(table, replay(table, listing), cutoff_ms, listing.commits)
+    state = replay(table, listing)
+    refs = DeltaReferences(table, state, cutoff_ms, listing.commits)
+    if named_since is not None and state.checkpoint_version is not None:
+        # the commits the replay read are counted already (adds live, removes tombstones, none expiring)
+        refs.keep_named(v for v in sorted(listing.commits) if named_since < v <= state.checkpoint_version)
+    return refs

@@ -85,7 +85,7 @@ def recover(sink: SinkRoot, grace_s: float = DEFAULT_ORPHAN_GRACE_S) -> list[str
 def clean_up(sink: SinkRoot, grace_s: float = DEFAULT_ORPHAN_GRACE_S) -> list[str]:
     """The cleanup itself (runtime/journal.py ``recover``: runs that may be alive are skipped); after this
     process's own failed rewrite, whose entry says it ended."""
-    deleted = journal.recover(sink.uri, lambda: SinkReferences(sink), grace_s=grace_s,
+    deleted = journal.recover(sink.uri, lambda _since: SinkReferences(sink), grace_s=grace_s,
                               storage_options=sink.storage_options,
                               retire=lambda rels: add_to_ledger(sink, [sink.location(r) for r in rels]))
     return [sink.location(rel) for rel in deleted]
