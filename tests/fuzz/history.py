@@ -21,14 +21,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.state import vacuum_candidates
-from compactor.models.results import ActionResult, RunResults
+from compactor.models.results import ActionResult
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import faults, liveness
@@ -36,6 +36,7 @@ from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import apply_racing_the_vacuum, one_action_plan, plan_for, vacuum_reviewing
 
 Row = tuple[int, int]  # (id, value)
+T = TypeVar("T")
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
                 "delta.repair_after_commit",
                 "delta.repair_before_commit", "lease.acquired")
@@ -49,7 +50,7 @@ class Killed(BaseException):
     """A simulated SIGKILL: raised at a crash point, it unwinds past every ``except Exception``."""
 
 
-def apply_killable(apply: Callable[[], RunResults], crash_at: str | None, table: Path) -> RunResults | None:
+def apply_killable(apply: Callable[[], T], crash_at: str | None, table: Path) -> T | None:
     """``apply()`` with a simulated SIGKILL at crash point ``crash_at`` (None: nothing armed). None when it was
     killed there: the run stopped at that point, its lease left as a killed process leaves it."""
     hook = None
