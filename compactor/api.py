@@ -18,6 +18,8 @@ from compactor.tasks.plan_file import KEY_ENV
 PLAN_KEY_ENV = KEY_ENV
 
 if TYPE_CHECKING:  # pragma: no cover
+    import threading
+
     from compactor.models.inspect import InspectReport
     from compactor.models.report import TableReport
     from compactor.models.results import RunResults
@@ -74,18 +76,29 @@ def apply(
     max_runtime_s: float | None = None,
     require_key: bytes | None = None,
     compiled: CompiledProject | None = None,
+    stop: threading.Event | None = None,
 ) -> RunResults:
     """Apply a saved plan (or a fresh plan when neither plan_file nor plan_obj is given).
-    Writes run results under the project's target path. ``watch_s``: how long to keep watching each
-    table's log after committing to it (default: the target's ``watch_window``, 0: no watch).
-    ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``)."""
+    Writes run results under the project's target path. A saved plan is applied with the target it was
+    made for (a contradicting ``options.target`` is refused) and only once. ``watch_s``: how long to keep
+    watching each table's log after committing to it (default: the target's ``watch_window``, 0: no
+    watch). ``max_runtime_s``: the run's time budget (default: the target's ``max_runtime``). ``stop``: set
+    it to stop the run after the commit group under way (recorded as interrupted)."""
     from compactor.tasks.apply import apply_project
 
     return apply_project(
         options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
         replan_stale=replan_stale, now=now, progress=progress, watch_s=watch_s, max_runtime_s=max_runtime_s,
-        require_key=require_key, compiled=compiled,
+        require_key=require_key, compiled=compiled, stop=stop,
     )
+
+
+def options_for_plan(options: ProjectOptions, plan: Plan, plan_file: Path | str) -> ProjectOptions:
+    """``options`` with the target a saved plan was made for (a contradicting ``options.target`` is a
+    UsageError naming the exact command): compile the project with them before applying the plan."""
+    from compactor.tasks.saved_plan import options_for_plan as _options
+
+    return _options(options, plan, plan_file)
 
 
 def repair(

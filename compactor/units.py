@@ -75,6 +75,39 @@ def format_size(n: int | float | None) -> str:
     return f"{n:.1f} TiB"  # pragma: no cover
 
 
+def format_setting_size(n: int | None) -> str:
+    """A size as a policy writes it, in the unit it is a whole number of: ``64MB`` (decimal), ``128MiB``
+    (binary), ``1536KiB``; the largest unit wins, binary before decimal at the same power. A size that is no
+    whole number of any unit is ``format_size``'s approximation. ``parse_size`` reads every result back
+    to ``n``."""
+    if n is None:
+        return "-"
+    if n <= 0:
+        return f"{n}B"
+    for power, binary, decimal in ((4, "TiB", "TB"), (3, "GiB", "GB"), (2, "MiB", "MB"), (1, "KiB", "KB")):
+        if n % (1024 ** power) == 0:
+            return f"{n // 1024 ** power}{binary}"
+        if n % (1000 ** power) == 0:
+            return f"{n // 1000 ** power}{decimal}"
+    return f"{n}B" if n < 1024 else format_size(n)
+
+
+def format_span(seconds: int | float) -> str:
+    """A length of time as read at a glance, in its two largest units: ``14s``, ``59m 46s``, ``2h 5m``,
+    ``3d 4h`` (``format_duration`` writes a duration as a policy does, exactly)."""
+    s = max(0, int(seconds))
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if s >= size or (unit == "s" and not parts):
+            parts.append(f"{s // size}{unit}")
+            s %= size
+        if len(parts) == 2:
+            break
+    if len(parts) == 2 and parts[1].startswith("0"):
+        parts.pop()
+    return " ".join(parts)
+
+
 def format_duration(seconds: int | float | None) -> str:
     if seconds is None:
         return "-"

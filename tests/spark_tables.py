@@ -295,3 +295,21 @@ BUILDERS: dict[str, Callable[..., SparkTable]] = {
     "stats_off": stats_off,
     "awkward_partitions": awkward_partitions,
 }
+
+
+def deletion_vectors_cdf(spark: Any, path: str | Path, *, appends: int = 4, files: int = 2) -> SparkTable:
+    """Deletion vectors and change data feed on (the defaults of a new Databricks table, and common with
+    delta-spark): ``appends`` appends of ``files`` files per day, a DELETE of some rows of every file (deletion
+    vectors), a DELETE of a whole day (its files removed), and an UPDATE (change data files, new deletion
+    vectors). ``extra["ids"]``: the live ids."""
+    p = str(path)
+    _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
+            properties={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"})
+    for i in range(appends):
+        _append(spark, p, i * 100, 100, _date_cols(), files)
+    spark.sql(f"DELETE FROM delta.`{p}` WHERE id % 10 = 0")
+    spark.sql(f"DELETE FROM delta.`{p}` WHERE date = '2024-01-03'")
+    spark.sql(f"UPDATE delta.`{p}` SET amount = -1 WHERE id % 10 = 1")
+    ids = sorted(r[0] for r in spark.sql(f"SELECT id FROM delta.`{p}`").collect())
+    return SparkTable("deletion_vectors_cdf", p, len(ids), ("date",), ("deletionVectors", "changeDataFeed"),
+                      {"ids": tuple(ids)})

@@ -47,6 +47,17 @@ class LazyGroup(click.Group):
             raise
         return mod.command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """A mistyped command (``compactor plna``) is a usage error that names the closest one."""
+        import difflib
+
+        name = args[0] if args else ""
+        if args and name not in COMMANDS and not name.startswith("-"):
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.5)
+            if close:
+                raise click.UsageError(f"No such command '{name}'. Did you mean '{close[0]}'?", ctx)
+        return super().resolve_command(ctx, args)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="compactor")

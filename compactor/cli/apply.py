@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (
+    advice,
     build_options,
     check_selection,
     debug_option,
@@ -62,6 +67,9 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                                   "--require-signature")
         key = plan_key("--require-signature")
     plan_obj = None
+    if plan_file is not None:  # a saved plan is applied with the target it was made for
+        plan_obj = api.load_plan(plan_file, require_key=key)
+        options = api.options_for_plan(options, plan_obj, plan_file)
     compiled = api.compile_project(options)
     lean_imports(compiled.target)
     if plan_file is None:
@@ -71,7 +79,7 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
             return exit_codes.FAILURE
         plan_obj = api.plan(options, compiled=compiled)
         console = make_console(stderr=True)
-        render_text(plan_obj, console)
+        render_text(plan_obj, console, advice=advice(compiled.target, project_dir, target))
         failed = [t.name for t in plan_obj.tables if t.error]
         if not plan_obj.has_changes:
             if failed:
@@ -88,10 +96,11 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
                 click.echo("Apply cancelled.")
                 return exit_codes.OK
     printer = ProgressPrinter(make_console(stderr=True))
-    run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
-                    require_key=key, compiled=compiled,
-                    replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
-                    max_runtime_s=_seconds(max_runtime, "--max-runtime"))
+    with _graceful_interrupt() as stop:
+        run = api.apply(options, plan_file=plan_file, plan_obj=plan_obj, dry_run=dry_run, fail_fast=fail_fast,
+                        require_key=key, compiled=compiled,
+                        replan_stale=replan_stale, progress=printer, watch_s=_seconds(watch, "--watch"),
+                        max_runtime_s=_seconds(max_runtime, "--max-runtime"), stop=stop)
     if metrics is not None:
         from compactor.output.metrics import write_metrics
 
@@ -99,8 +108,32 @@ def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exc
     if fmt == "json":
         echo_json(run.to_dict())
     else:
-        render_run(run, make_console())
+        render_run(run, make_console(), shown=printer.shown)
+    if run.interrupted:
+        return exit_codes.INTERRUPTED
     return exit_codes.OK if run.ok else exit_codes.FAILURE
+
+
+@contextlib.contextmanager
+def _graceful_interrupt() -> Iterator[threading.Event]:
+    """The first Ctrl-C asks the run to stop after the commit group under way (as Terraform's first Ctrl-C);
+    a second one stops it at once (KeyboardInterrupt). Either way the run is recorded as interrupted."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def first(signum: int, frame: object) -> None:
+        click.echo("Interrupt received: finishing the commit group under way, then stopping (the rest is left "
+                   "for the next run); Ctrl-C again stops at once", err=True)
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, first)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _seconds(value: str | None, option: str) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -27,10 +28,20 @@ def _parse_vars(text: str | None) -> dict[str, Any]:
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise UsageError(f"--vars is not valid YAML/JSON: {e}") from None
+        raise UsageError(f"--vars is not valid YAML/JSON: {_yaml_problem(e)}",
+                         hint="a mapping, e.g. --vars '{lookback_days: 3, lake_root: s3://bucket/lake}'") from None
     if not isinstance(value, dict):
         raise UsageError("--vars must be a mapping, e.g. --vars '{lookback_days: 3}'")
     return value
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: what it found, and at which column of the value (its own text spans four
+    lines and quotes the value back)."""
+    if isinstance(e, yaml.MarkedYAMLError) and e.problem:
+        mark = e.problem_mark
+        return f"{e.problem}" + (f" at character {mark.column + 1}" if mark is not None and mark.line == 0 else "")
+    return " ".join(str(e).split())
 
 
 def project_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -72,11 +83,13 @@ def check_selection(options: ProjectOptions, selected: Sequence[Any], all_polici
     """dbt's behaviour for a selection that matches nothing: a warning per criterion that matches no
     table, "Nothing to do", exit 0. Returns True when the command must stop with exit 1 instead
     (--fail-on-empty)."""
-    from compactor.project.selection import select_policies
+    from compactor.project.selection import select_policies, suggest_selector
 
     for sel in options.select:
         if not select_policies(all_policies, [sel]):
-            click.echo(f"Warning: the selection criterion '{sel}' does not match any table", err=True)
+            close = suggest_selector(all_policies, sel)
+            click.echo(f"Warning: the selection criterion '{sel}' does not match any table"
+                       + (f"; did you mean '{close}'?" if close else ""), err=True)
     if selected:
         return False
     if fail_on_empty:
@@ -118,6 +131,58 @@ def _configure_logging(debug: bool) -> None:
     if not debug:
         for h in logging.getLogger().handlers:
             h.setFormatter(_NoTracebackFormatter(fmt))
+    _show_progress()
+
+
+class _ProgressHandler(logging.Handler):
+    """Writes each record to a duplicate of descriptor 2 made when the command started, or, where
+    sys.stderr has no descriptor (a caller's StringIO, click's test runner), to sys.stderr as it is then."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.own: Any = None
+        try:
+            sys.stderr.flush()
+            self.own = os.fdopen(os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="replace")
+        except (AttributeError, OSError, ValueError):
+            self.own = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            stream = self.own or sys.stderr
+            stream.write(self.format(record) + "\n")
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a progress line must never fail the command
+            pass
+
+    def close(self) -> None:
+        if self.own is not None:
+            with contextlib.suppress(OSError):
+                self.own.close()
+            self.own = None
+        super().close()
+
+
+#: the handler that shows the library's progress lines (runtime/progress.py); one per process
+_progress_handler: logging.Handler | None = None
+
+
+def _show_progress() -> None:
+    """Progress lines go to the terminal's stderr as they are, through a duplicate of descriptor 2 made now:
+    a JVM's launch points descriptor 2 at target/spark.log for its duration, and that is when a "still
+    starting Spark" line matters most."""
+    global _progress_handler
+    from compactor.runtime.progress import LOGGER
+
+    logger = logging.getLogger(LOGGER)
+    if _progress_handler is not None:
+        logger.removeHandler(_progress_handler)
+        _progress_handler.close()
+    _progress_handler = _ProgressHandler()
+    _progress_handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(_progress_handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
 
 
 def prepare_output(path: Path | None, option: str) -> Path | None:
@@ -160,6 +225,9 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             raise
         except click.ClickException:
             raise
+        except BrokenPipeError:
+            _quiet_closed_pipe()
+            sys.exit(exit_codes.BROKEN_PIPE)
         except CompactorError as e:
             click.echo(f"Error: {redact(e.message)}", err=True)
             if e.hint:
@@ -179,7 +247,7 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(exit_codes.USAGE)
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
-            sys.exit(130)
+            sys.exit(exit_codes.INTERRUPTED)
         except Exception as e:  # noqa: BLE001 - the last line of defence
             if debug:
                 click.echo(redact(traceback.format_exc()), err=True)
@@ -192,6 +260,26 @@ def handle_errors(f: Callable[..., Any]) -> Callable[..., Any]:
         sys.exit(code or 0)
 
     return wrapper
+
+
+def _quiet_closed_pipe() -> None:
+    """The reader of stdout went away (``compactor debug | head -1``): what is left to print goes nowhere,
+    and the command ends quietly, as a tool killed by SIGPIPE does, not with "Error: Broken pipe"."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real stdout (a caller's StringIO): nothing to point elsewhere
+        pass
+
+
+def advice(target: Target, project_dir: Path | None, target_option: str | None) -> Any:
+    """What the next steps printed beside skips may name: the --target and --project-dir the user gave, and
+    a target of the profile that runs the spark engine."""
+    from compactor.planning.explain import Advice
+
+    shown = None if project_dir is None or Path(project_dir) == Path(".") else str(project_dir)
+    return Advice(target=target_option, spark_target=target.spark_target, project_dir=shown)
 
 
 def echo_json(data: Any) -> None:

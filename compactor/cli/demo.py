@@ -35,7 +35,7 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     from compactor.output.apply_render import render_run
     from compactor.output.plan_render import render_text
     from compactor.output.text import console as make_console
-    from compactor.output.text import plural, safe
+    from compactor.output.text import plural, safe, speed_change
     from compactor.project.model import ProjectOptions
     from compactor.units import format_size
 
@@ -81,8 +81,8 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
         console.print("file sizes after:")
         for line in _histogram(a.sizes):
             console.print(safe(line), highlight=False)
-        speed = b.scan_s / a.scan_s if a.scan_s else float("nan")
-        console.print(f"full scan: {b.scan_s * 1000:.0f} ms -> {a.scan_s * 1000:.0f} ms ({speed:.1f}x faster)")
+        console.print(f"full scan: {b.scan_s * 1000:.0f} ms -> {a.scan_s * 1000:.0f} ms "
+                      f"({speed_change(b.scan_s, a.scan_s)})")
     console.print(f"\nThe demo project is in {safe(demo.project_dir)}: try "
                   f"`compactor plan --project-dir {safe(demo.project_dir)}`.")
     return exit_codes.OK if run.ok else exit_codes.FAILURE

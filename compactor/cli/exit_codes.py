@@ -9,6 +9,10 @@ USAGE = 2
 #: plan --detailed-exitcode (Terraform): 0 no changes, 1 error, 2 changes present
 PLAN_ERROR = 1
 PLAN_CHANGES = 2
+#: the reader of stdout went away (``compactor debug | head -1``): 128 + SIGPIPE, as a tool the signal ends
+BROKEN_PIPE = 141
+#: Ctrl-C (128 + SIGINT)
+INTERRUPTED = 130
 
 
 def for_error(code: str) -> int:

@@ -19,6 +19,7 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
     from rich.table import Table
 
     from compactor import api
+    from compactor.output.apply_render import run_status
     from compactor.output.text import console as make_console
     from compactor.output.text import safe
     from compactor.units import format_size
@@ -29,12 +30,13 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, table
         echo_json([r.to_dict() for r in runs])
         return 0
     t = Table(title=f"compactor history ({len(runs)} run(s))", title_justify="left")
-    for col in ("run", "finished", "engine", "tables", "files removed -> added", "bytes rewritten", "duration", "failed"):
+    for col in ("run", "finished", "engine", "tables", "files removed -> added", "bytes rewritten", "duration",
+                "status"):
         t.add_column(col)
     for r in runs:
-        failed = r.totals.errors + r.totals.verification_failed
+        status = run_status(r)
         t.add_row(safe(r.run_id), safe(r.finished_at[:19]), safe(r.engine), str(len({x.table for x in r.results})),
                   f"{r.totals.files_removed} -> {r.totals.files_added}", format_size(r.totals.bytes_rewritten),
-                  f"{r.totals.duration_s:.1f}s", f"[red]{failed}[/]" if failed else "0")
+                  f"{r.totals.duration_s:.1f}s", status if status in ("ok", "dry run") else f"[red]{safe(status)}[/]")
     make_console().print(t)
     return 0

@@ -5,27 +5,39 @@ from __future__ import annotations
 import click
 
 from compactor.cli import exit_codes
-from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
+from compactor.cli.common import (
+    build_options,
+    check_selection,
+    debug_option,
+    echo_json,
+    fail_on_empty_option,
+    handle_errors,
+    project_options,
+)
 
 
 @click.command("ls")
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, debug) -> int:
+def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
     """List the selected tables (honours --select/--exclude): name, format, location, policy summary and
     where its policy comes from (a policy file, a catalog, a dbt node). Reads no table."""
     from compactor import api
     from compactor.output.text import console, safe
-    from compactor.units import format_size
+    from compactor.units import format_setting_size
 
-    compiled = api.compile_project(build_options(project_dir, profiles_dir, target, vars_text, select, exclude))
+    options = build_options(project_dir, profiles_dir, target, vars_text, select, exclude)
+    compiled = api.compile_project(options)
+    if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
+        return exit_codes.FAILURE
     rows = []
     for p in compiled.policies:
         c = p.compaction
         summary = ("disabled" if not p.enabled else
-                   f"{c.strategy} to {format_size(c.target_file_size)}" if c.enabled else "compaction off")
+                   f"{c.strategy} to {format_setting_size(c.target_file_size)}" if c.enabled else "compaction off")
         if p.retention is not None and p.retention.vacuum.enabled:
             summary += ", vacuum"
         d = p.discover

@@ -9,6 +9,7 @@ import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import (
+    advice,
     build_options,
     check_selection,
     debug_option,
@@ -86,7 +87,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     elif fmt == "markdown":
         click.echo(render_markdown(plan))
     else:
-        render_text(plan, make_console(), partitions=partitions)
+        render_text(plan, make_console(), partitions=partitions,
+                    advice=advice(compiled.target, project_dir, target))
         click.echo(apply_hint(plan, out, project_dir, target, compiled.project.target_dir / "plan.json"))
     if metrics is not None:
         from compactor.output.metrics import write_metrics

@@ -37,13 +37,15 @@ def command(path, project_dir, profiles_dir, target, vars_text, select, exclude,
         return api.repair(path=path, horizon=horizon, **kw) if options is None else \
             api.repair(options, horizon=horizon, **kw)
 
-    shown = run(dry_run=True)
+    import dataclasses
+
+    shown = run(dry_run=True)  # the repair is always shown (and derived) first; a dry run only when asked
     to_repair = [t for t in shown.tables if t.status == "would_repair"]
     if dry_run or not to_repair:
-        _show(shown, fmt)
+        _show(dataclasses.replace(shown, dry_run=dry_run), fmt)
         return exit_codes.OK if shown.ok else exit_codes.FAILURE
     if fmt == "text":
-        click.echo(render_repair_text(shown))
+        click.echo(render_repair_text(dataclasses.replace(shown, dry_run=False)))
     if not auto_approve:
         if not sys.stdin.isatty():
             raise UsageError("refusing to commit a repair nobody approved without a terminal",
@@ -92,7 +94,9 @@ def render_repair_text(report) -> str:
         for p in r.get("restore", ()):
             lines.append(f"    + {p}")
     ok = sum(1 for t in report.tables if t.status in ("repaired", "would_repair"))
-    lines.append(f"{'DRY RUN: ' if report.dry_run else ''}{ok} table(s) {'to repair' if report.dry_run else 'repaired'}"
+    pending = any(t.status == "would_repair" for t in report.tables)
+    lines.append(f"{'DRY RUN: ' if report.dry_run else ''}{ok} table(s) "
+                 f"{'to repair' if report.dry_run or pending else 'repaired'}"
                  f", {sum(1 for t in report.tables if t.status == 'clean')} clean, "
                  f"{sum(1 for t in report.tables if t.status in ('error', 'verification_failed'))} failed")
     return "\n".join(lines)

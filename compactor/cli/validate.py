@@ -17,6 +17,36 @@ from compactor.cli.common import (
 )
 
 
+def _read(result) -> str:
+    """What was read: the policy files and the dbt manifest, named apart."""
+    from compactor.output.text import plural
+
+    dbt = result.project is not None and result.project.dbt is not None
+    files = len(result.files) - (1 if dbt else 0)  # the manifest is the last of ``files``
+    manifest = f"the dbt manifest {result.files[-1]}" if dbt else ""
+    if dbt and not files:
+        return manifest
+    return plural(files, "policy file") + (f" and {manifest}" if dbt else "")
+
+
+def _declared(result) -> str:
+    """What the policies declare, by kind: a discover entry names a folder or namespace whose tables are
+    found at plan time, a dbt node is one table."""
+    from compactor.output.text import plural
+
+    kinds = {"by path": 0, "discover": 0, "by catalog name": 0, "dbt node": 0}
+    for p in result.all_policies:
+        kind = ("dbt node" if p.dbt is not None else "discover" if p.discover is not None
+                else "by catalog name" if p.catalog is not None or p.path is None else "by path")
+        kinds[kind] += 1
+    shown = {"by path": plural(kinds["by path"], "table") + " by path",
+             "discover": plural(kinds["discover"], "discover entry", "discover entries") + " (tables found at plan time)",
+             "by catalog name": plural(kinds["by catalog name"], "table") + " by catalog name",
+             "dbt node": plural(kinds["dbt node"], "dbt node")}
+    parts = [shown[k] for k, n in kinds.items() if n]
+    return ", ".join(parts) if parts else "no tables"
+
+
 @click.command("validate")
 @project_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
@@ -41,8 +71,8 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, 
             click.echo(str(d), err=False)
         n_err, n_warn = len(result.errors), len(result.warnings)
         status = "OK" if result.ok else "FAILED"
-        click.echo(f"{status}: {plural(len(result.files), 'file')}, {plural(len(result.all_policies), 'table')}, "
-                   f"{plural(n_err, 'error')}, {plural(n_warn, 'warning')}")
+        click.echo(f"{status}: {_read(result)}; {_declared(result)}; {plural(n_err, 'error')}, "
+                   f"{plural(n_warn, 'warning')}")
     if not result.ok:
         return exit_codes.FAILURE
     if check_selection(options, result.policies, result.all_policies, fail_on_empty):

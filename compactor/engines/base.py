@@ -12,6 +12,16 @@ import pyarrow as pa
 
 
 @dataclass(frozen=True)
+class IgnoredColumn:
+    """A column a table's readers never read that its writer may store in data files (Delta's change data
+    bookkeeping: ``_change_type``, ``__is_cdc``): left out of a rewrite's output once the input's footer
+    proves every row holds null or ``value`` (None: null only), which is what such a file's rows must hold."""
+
+    name: str
+    value: bool | int | str | None = None
+
+
+@dataclass(frozen=True)
 class BinJob:
     """One bin for an engine to rewrite: its input files, in order, into one new output file."""
 
@@ -25,6 +35,8 @@ class BinJob:
     sort_by: tuple[str, ...] = ()
     #: the table's partition columns: some writers also store them in data files, where they are dropped
     partition_columns: tuple[str, ...] = ()
+    #: columns the table's readers ignore, dropped once proved on each input's footer (footer_check.dropped)
+    ignored: tuple[IgnoredColumn, ...] = ()
 
 
 @dataclass(frozen=True)

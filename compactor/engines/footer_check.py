@@ -12,6 +12,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from compactor.engines.base import BinJob
+from compactor.errors import VerificationError
+
 
 @dataclass
 class ColumnSummary:
@@ -99,6 +102,32 @@ def input_footers(locations: Sequence[str], storage_options: Any = None) -> list
         return [one(x) for x in locations]
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="footers") as pool:
         return list(pool.map(one, locations))
+
+
+def dropped(md: pq.FileMetaData, file_schema: pa.Schema, job: BinJob) -> tuple[str, ...]:
+    """The columns of one input its rewrite leaves out: the partition columns a writer also stored, and the
+    job's ignored columns the footer proves hold null or their one value in every row. One that holds
+    anything else, or whose footer has no statistics to prove it, raises VerificationError."""
+    index = {md.schema.column(i).path: i for i in range(md.num_columns)}
+    out = [c for c in job.partition_columns if c in file_schema.names]
+    for col in job.ignored:
+        j = index.get(col.name)
+        if j is None:
+            continue
+        for rg in range(md.num_row_groups):
+            st, rows = md.row_group(rg).column(j).statistics, md.row_group(rg).num_rows
+            if st is None or not st.has_null_count:
+                raise VerificationError(f"column {col.name} (which readers ignore) has no statistics to prove it "
+                                        "holds no data; nothing was committed")
+            if st.null_count == rows:
+                continue
+            if col.value is None or not st.has_min_max or st.min != col.value or st.max != col.value:
+                seen = f"{st.min!r}..{st.max!r}" if st.has_min_max else "values"
+                raise VerificationError(f"column {col.name} (which readers ignore) holds {seen}, not only "
+                                        f"{'null' if col.value is None else repr(col.value)}: refusing to drop it; "
+                                        "nothing was committed")
+        out.append(col.name)
+    return tuple(out)
 
 
 def rename_problem(file_schema: pa.Schema, schema: pa.Schema, droppable: Sequence[str] = ()) -> str | None:

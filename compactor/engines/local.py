@@ -30,7 +30,7 @@ from pyarrow._parquet import ParquetReader
 
 from compactor.engines import worker_processes
 from compactor.engines.base import BinJob, WrittenFile, reporting
-from compactor.engines.footer_check import column_problem, rename_problem
+from compactor.engines.footer_check import column_problem, dropped, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.errors import ApplyError, VerificationError
 from compactor.runtime.faults import crash_point
@@ -56,7 +56,7 @@ BATCH_BYTES = 16 << 20
 
 def conform(table: pa.Table, schema: pa.Schema, droppable: tuple[str, ...] = ()) -> pa.Table:
     """``table`` with exactly ``schema``'s columns: missing ones null (a file written before the column
-    was added), others cast, ``droppable`` ones (partition columns a writer also stored) dropped. A file
+    was added), others cast, ``droppable`` ones (footer_check.dropped) dropped. A file
     that lacks a column of the schema and holds one the schema does not know is refused: that is a
     rename the file predates, and filling the new name with nulls would lose the values."""
     if table.schema.equals(schema):  # the usual case: the file has the table's columns, types and nullability
@@ -109,8 +109,8 @@ class LocalEngine:
             if readers is not None:
                 readers.shutdown()
 
-    def _read(self, location: str, schema: pa.Schema, droppable: tuple[str, ...] = ()) -> tuple[int, pa.Table, Any]:
-        """(rows in the footer, the file's rows conformed to ``schema``, (footer, file schema))."""
+    def _read(self, location: str, schema: pa.Schema, job: BinJob) -> tuple[int, pa.Table, Any]:
+        """(rows in the footer, the file's rows conformed to ``schema``, (footer, the file's kept columns))."""
         try:
             if is_remote(location):
                 from compactor.runtime.storage import locate
@@ -119,7 +119,7 @@ class LocalEngine:
                 reader = _open(pa.BufferReader(storage.read_bytes(rel)))
             else:
                 reader = _open(_local_source(local_path(location))[0])
-            return _decoded(reader, reader.read_all(use_threads=False), schema, droppable)
+            return _decoded(reader, reader.read_all(use_threads=False), schema, job)
         except (OSError, pa.ArrowException) as e:
             raise _unreadable(location, e) from None
 
@@ -132,14 +132,14 @@ class LocalEngine:
         pending: deque[Future[tuple[int, pa.Table, Any]]] = deque()
         todo = iter(job.inputs)
         for location in todo:
-            pending.append(readers.submit(self._read, location, schema, job.partition_columns))
+            pending.append(readers.submit(self._read, location, schema, job))
             if len(pending) >= READ_AHEAD:
                 break
         while pending:
             done = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(readers.submit(self._read, nxt, schema, job.partition_columns))
+                pending.append(readers.submit(self._read, nxt, schema, job))
             yield done
 
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, readers: ThreadPoolExecutor | None) -> WrittenFile:
@@ -173,8 +173,7 @@ class LocalEngine:
                 writer.close()
         check_written_schema(out, schema, fs)
         written = pq.ParquetFile(out, filesystem=fs)
-        kept = [(md, pa.schema([f for f in sch if f.name not in job.partition_columns])) for md, sch in footers]
-        problem = column_problem(kept, written.metadata, written.schema_arrow)
+        problem = column_problem(footers, written.metadata, written.schema_arrow)
         if problem:
             raise VerificationError(f"the rewrite of {len(job.inputs)} file(s) into {job.output}: {problem}; nothing "
                                     "was committed")
@@ -191,12 +190,13 @@ def _rewrite_alone(job: BinJob, *, schema: pa.Schema, storage_options: Mapping[s
     return LocalEngine(storage_options, threads=1)._rewrite_bin(job, schema, None)
 
 
-def _decoded(reader: ParquetReader, table: pa.Table, schema: pa.Schema,
-             droppable: tuple[str, ...]) -> tuple[int, pa.Table, Any]:
-    """What a read of one input gives: (rows in the footer, the rows conformed to ``schema``, (footer, file
-    schema))."""
-    md = reader.metadata
-    return md.num_rows, conform(table, schema, droppable), (md, reader.schema_arrow)
+def _decoded(reader: ParquetReader, table: pa.Table, schema: pa.Schema, job: BinJob) -> tuple[int, pa.Table, Any]:
+    """What a read of one input gives: (rows in the footer, the rows conformed to ``schema``, (footer, the
+    file's columns but those the rewrite leaves out: footer_check.dropped))."""
+    md, file_schema = reader.metadata, reader.schema_arrow
+    drop = dropped(md, file_schema, job)
+    kept = pa.schema([f for f in file_schema if f.name not in drop]) if drop else file_schema
+    return md.num_rows, conform(table, schema, drop), (md, kept)
 
 
 def _unreadable(location: str, e: Exception) -> ApplyError:
@@ -246,7 +246,7 @@ def _local_inputs(job: BinJob, schema: pa.Schema) -> Iterator[tuple[int, pa.Tabl
             for location, reader in opened:
                 decoded.append((location, reader, reader.read_all(use_threads=False)))
             for location, reader, table in decoded:  # noqa: B007 - `location` names the file in an error below
-                yield _decoded(reader, table, schema, job.partition_columns)
+                yield _decoded(reader, table, schema, job)
     except (OSError, pa.ArrowException) as e:
         raise _unreadable(location, e) from None
 

@@ -36,7 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from compactor.engines.base import BinJob, WrittenFile, reporting
-from compactor.engines.footer_check import column_problem, input_footers, rename_problem
+from compactor.engines.footer_check import column_problem, dropped, input_footers, rename_problem
 from compactor.engines.parquet_stats import check_written_schema, footer_stats
 from compactor.engines.spark_sql import INVENTORY_SCHEMA, java_error, sql_literal, vacuum_sql
 from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
@@ -120,7 +120,8 @@ class SparkEngine:
             if self._unavailable is not None:  # asked once: an unreachable server is not probed again
                 raise self._unavailable
             try:
-                self._spark, self._owns_session = open_session(self.target.spark)
+                self._spark, self._owns_session = open_session(
+                    self.target.spark, purpose=f"the spark engine of target '{self.target.name}'")
             except CompactorError as e:  # no session, no Spark work: the run stops here (one message)
                 self._unavailable = EngineUnavailableError(e.message, hint=e.hint)
                 raise self._unavailable from None
@@ -312,12 +313,19 @@ class SparkEngine:
             return bins
 
     def _input_footers(self, job: BinJob, schema: pa.Schema) -> list[tuple[Any, pa.Schema]]:
-        footers = input_footers(job.inputs, self.storage_options)
-        for location, (_, file_schema) in zip(job.inputs, footers):
-            problem = rename_problem(file_schema, schema, job.partition_columns)
+        """(footer, the file's columns but those the rewrite leaves out: footer_check.dropped) of each input;
+        Spark reads only ``schema``'s columns, so those are left out of its output."""
+        out = []
+        for location, (md, file_schema) in zip(job.inputs, input_footers(job.inputs, self.storage_options)):
+            try:
+                drop = dropped(md, file_schema, job)
+            except VerificationError as e:
+                raise VerificationError(f"{location}: {e}") from None
+            problem = rename_problem(file_schema, schema, drop)
             if problem:  # Spark's reader would fill the new name with nulls
                 raise VerificationError(f"{location}: {problem}; nothing was committed")
-        return footers
+            out.append((md, pa.schema([f for f in file_schema if f.name not in drop])))
+        return out
 
     def _bin_frame(self, job: BinJob, spark_schema: Any) -> Any:
         """The bin's rows as one partition (sorted within it for strategy sort)."""
@@ -378,8 +386,7 @@ class SparkEngine:
         fs.move(staged, out)
         check_written_schema(out, schema, fs)
         written = pq.ParquetFile(out, filesystem=fs)
-        kept = [(md, pa.schema([f for f in sch if f.name not in job.partition_columns])) for md, sch in footers]
-        problem = column_problem(kept, written.metadata, written.schema_arrow)
+        problem = column_problem(footers, written.metadata, written.schema_arrow)
         if problem:
             raise VerificationError(f"the rewrite of {len(job.inputs)} file(s) into {job.output}: {problem}; nothing "
                                     "was committed")

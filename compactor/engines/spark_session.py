@@ -199,22 +199,27 @@ def _build_session(master: str, app_name: str, conf: Mapping[str, str] | None, *
     return session
 
 
-def get_or_create_session(settings: SparkSettings | None = None) -> Any:
-    return open_session(settings or SparkSettings())[0]
+def get_or_create_session(settings: SparkSettings | None = None, *, purpose: str = "compactor") -> Any:
+    return open_session(settings or SparkSettings(), purpose=purpose)[0]
 
 
-def open_session(settings: SparkSettings) -> tuple[Any, bool]:
+def open_session(settings: SparkSettings, *, purpose: str = "compactor") -> tuple[Any, bool]:
     """The session for ``settings`` and whether it was created here (its owner stops it). Over Spark
     Connect (the profile's ``spark.remote``, else pyspark's ``SPARK_REMOTE`` when no session is active)
-    nothing looks for Java or starts a JVM."""
+    nothing looks for Java or starts a JVM. ``purpose``: what the session is for, in the line said before
+    a JVM starts ("starting Spark for <purpose> ...", runtime/progress.py) and while it starts."""
     from compactor.engines.spark_connect import connect_session, env_remote
+    from compactor.runtime.progress import phase
 
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         raise UsageError("the spark engine needs pyspark", hint="pip install 'compactor[spark]'") from None
     if settings.remote:
-        return connect_session(settings.remote, settings), True
+        from compactor.project.model import shown_remote
+
+        with phase(f"connecting to Spark Connect at {shown_remote(settings.remote)} for {purpose}", announce=False):
+            return connect_session(settings.remote, settings), True
     active = SparkSession.getActiveSession()
     if active is not None:
         for k, v in REQUIRED_CONF.items():
@@ -222,12 +227,15 @@ def open_session(settings: SparkSettings) -> tuple[Any, bool]:
         return active, False
     remote = env_remote(settings)
     if remote:
-        return connect_session(remote, settings), True
+        with phase(f"connecting to Spark Connect (SPARK_REMOTE) for {purpose}", announce=False):
+            return connect_session(remote, settings), True
     if shutil.which("java") is None:
         raise UsageError("the spark engine needs Java (none found on PATH)",
                          hint="install a JDK 17 runtime, or reach a running Spark Connect server (spark.remote)")
-    return build_session(settings.master or "local[*]", settings.app_name, settings.conf,
-                         delta_jars=settings.delta_jars, packages=settings.packages), True
+    master = settings.master or "local[*]"
+    with phase(f"starting Spark ({master}) for {purpose}"):
+        return build_session(master, settings.app_name, settings.conf, delta_jars=settings.delta_jars,
+                             packages=settings.packages), True
 
 
 def delta_jars_available(spark: Any) -> bool:
@@ -264,7 +272,7 @@ def resolve_catalog_path(name: str, settings: SparkSettings) -> str:
     EXTENDED`` works in every catalog, with or without the Delta jars (DESCRIBE DETAIL needs them)."""
     from compactor.errors import TableReadError
 
-    spark = get_or_create_session(settings)
+    spark = get_or_create_session(settings, purpose=f"the catalog table '{name}'")
     try:
         rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
     except Exception as e:  # noqa: BLE001 - AnalysisException and friends

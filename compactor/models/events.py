@@ -63,6 +63,14 @@ class OutOfTime:
 
 
 @dataclass(frozen=True)
+class Interrupted:
+    """The run was asked to stop (Ctrl-C): ``skipped`` actions of the table are left for the next run."""
+
+    table: str
+    skipped: int
+
+
+@dataclass(frozen=True)
 class WatchWaiting:
     """The run waits up to ``seconds`` for what is left of the tables' post-commit watch windows."""
 
@@ -78,5 +86,6 @@ class DuplicateFoundLater:
     found: DuplicateFound
 
 
-ProgressEvent = ActionStarted | GroupStarted | BinsDone | ActionFinished | OutOfTime | WatchWaiting | DuplicateFoundLater
+ProgressEvent = (ActionStarted | GroupStarted | BinsDone | ActionFinished | OutOfTime | Interrupted | WatchWaiting
+                 | DuplicateFoundLater)
 Progress = Callable[[ProgressEvent], None]

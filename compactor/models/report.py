@@ -58,6 +58,10 @@ class TableReport:
     plan_files_before: int = 0
     plan_files_after: int = 0
     plan_bytes: int = 0
+    #: the files the plan's rewrites take (the small files it merges)
+    plan_input_files: int = 0
+    #: the planner's words for the table, as `plan` prints them (planning/explain.py table_verdict)
+    verdict: list[str] = field(default_factory=list)
     #: the apply runs in history that touched the table, oldest first
     trend: list[RunPoint] = field(default_factory=list)
     #: sink outputs: per metadata log file (batch, bytes, entries, is_compact), and per checkpoint source

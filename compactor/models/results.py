@@ -11,6 +11,7 @@ RUN_RESULTS_SCHEMA_VERSION = 1
 REWRITE_TYPES = frozenset({"compact", "z_order", "sort", "sink_compact"})
 
 Status = Literal["success", "skipped", "stale", "error", "verification_failed"]
+Interruption = Literal["after_group", "at_once"]
 
 
 @dataclass
@@ -43,13 +44,17 @@ class ActionDetails:
     sql: str | None = None
     note: str | None = None
     dry_run: bool | None = None
+    #: a dry run: the files the action would rewrite, and the files it would write instead
     would_rewrite_files: int | None = None
+    would_write_files: int | None = None
     replanned: bool | None = None
     max_runtime: bool | None = None
     #: vacuum: the files deleted (or a dry run would delete), at most 1000, how many in all, and by which engine
     files: list[str] | None = None
     file_count: int | None = None
     engine: str | None = None
+    #: vacuum: listed files the deletion gate kept (runtime/deletion.py), each with why, at most 1000
+    kept: Mapping[str, str] | None = None
     #: set_properties: the properties set
     properties: Mapping[str, str] | None = None
     #: file sink: the .compact manifest written, entries pruned, replaced files deleted or still listed
@@ -166,6 +171,12 @@ class RunResults:
     plan_generated_at: str | None = None
     plan_file: str | None = None
     dry_run: bool = False
+    #: the digest of the saved plan the run applied (None: a plan made by the apply itself)
+    plan_digest: str | None = None
+    #: the run was stopped by Ctrl-C: "after_group" (the first Ctrl-C: the commit group under way finished and
+    #: is recorded, nothing else started), "at_once" (a second Ctrl-C: a group under way may have committed
+    #: unrecorded); its results hold what it committed before. None: not interrupted
+    interrupted: Interruption | None = None
     results: list[ActionResult] = field(default_factory=list)
     totals: RunTotals = field(default_factory=RunTotals)
     schema_version: int = RUN_RESULTS_SCHEMA_VERSION

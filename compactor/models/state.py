@@ -53,6 +53,8 @@ class TableState:
     #: what the format knows beside the files, typed by the format (formats/delta/facts.py DeltaFacts,
     #: formats/file_sink/state.py SinkFacts); None when nothing is known
     extra: object = None
+    #: the table's identity as its log states it (Delta: metaData.id); None when the format has none
+    table_id: str | None = None
 
     @cached_property
     def paths(self) -> frozenset[str]:

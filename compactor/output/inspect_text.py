@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compactor.models.inspect import BUCKET_LABELS, InspectReport
+from compactor.units import format_setting_size
 
 
 def _size(n: float) -> str:
@@ -16,7 +17,7 @@ def _size(n: float) -> str:
 def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
     lines = [f"{r.path}  ({r.kind})"]
     if r.kind != "checkpoint":
-        lines.append(f"files: {r.file_count}  size: {_size(r.total_bytes)}  small (<{_size(r.small_file_threshold)}): "
+        lines.append(f"files: {r.file_count}  size: {_size(r.total_bytes)}  small (<{format_setting_size(r.small_file_threshold)}): "
                      f"{r.small_files} ({r.small_file_share:.0%})")
         for p in r.partitions:
             lines.append(f"\n  {p.partition}: {p.files} file(s), {_size(p.bytes)}")

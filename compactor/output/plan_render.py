@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from compactor.output.text import plural, safe
+from compactor.planning.explain import Advice, skip_lines
 from compactor.planning.plan import REWRITE_ACTIONS, Action, Plan, Skip, TablePlan
 from compactor.units import format_size
 
@@ -45,13 +46,14 @@ def _action_row(a: Action) -> tuple[str, ...]:
     return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
 
 
-def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20) -> None:
-    """Table names, partition values, paths and error messages are user text: escaped, never markup."""
+def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20,
+                advice: Advice = Advice()) -> None:
+    """Table names, partition values, paths and error messages are user text: escaped, never markup. Each
+    skip kind of a table is one line: why, and the next step (``advice``: the targets it may name)."""
     for t in plan.tables:
-        title = (f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}  "
-                 f"({safe(t.bin_model)} model)")
-        if t.error:
-            console.print(f"{title}\n  [red]error:[/] {safe(t.error)}")
+        title = f"[bold]{safe(t.name)}[/]  {safe(t.format)}  v{t.version if t.version is not None else '-'}"
+        if t.error:  # one line whatever its length (soft wrap: a log keeps it whole)
+            console.print(f"{title}\n  [red]error:[/] {safe(t.error)}", soft_wrap=True)
             continue
         if t.actions:
             console.print(title, highlight=False)  # not the table's title: rich wraps that to the table width
@@ -74,8 +76,9 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(f"  [red]rows live twice:[/] version {d.later_version} ({d.kind}) "
                           f"made {rows} rows of {len(d.files)} file(s) live a second time; {answer}",
                           highlight=False)
-        if t.skipped:
-            console.print(f"  skipped: {safe(_skip_summary(t.skipped))}")
+        if t.skipped and not t.error:
+            for line in skip_lines(t.skipped, t.engine, advice):
+                console.print(f"  skipped {safe(line)}", highlight=False, soft_wrap=True)
             if partitions:
                 for s in t.skipped:
                     console.print(f"    {safe(_part(s.partition))}: {safe(s.reason)} - {safe(s.message)}")

@@ -22,6 +22,17 @@ def safe(value: Any) -> str:
     return escape(str(value))
 
 
+def speed_change(before_s: float, after_s: float) -> str:
+    """How a time changed, in words a reader takes at face value: "3.2x faster", "1.8x slower" (never "0.5x
+    faster"), "about the same" within 10% (a demo's timings on small files are noisy)."""
+    if before_s <= 0 or after_s <= 0:
+        return "not measured"
+    ratio = before_s / after_s
+    if 1 / 1.1 <= ratio <= 1.1:
+        return "about the same"
+    return f"{ratio:.1f}x faster" if ratio > 1 else f"{1 / ratio:.1f}x slower"
+
+
 #: the width of output that goes to a pipe or a file (a terminal's own width is used on a terminal):
 #: wide enough that table names, paths and run ids are never cut (rich would assume 80 columns)
 PIPE_WIDTH = 200

@@ -162,7 +162,7 @@ class VacuumAction(Action):
     #: apply lists what the VACUUM would delete before deleting anything, and deletes nothing unless every
     #: file listed is in ``files`` (compactor/formats/delta/maintenance.py)
     dry_run_first: bool = True
-    #: how many files a vacuum would delete when planned (a delta-rs dry run), None when unknown
+    #: how many files a vacuum would delete when planned (formats/delta/vacuum_listing.py), None when unknown
     files_to_delete: int | None = None
     #: those files, relative to the table root as stored, sorted (None when they could not be listed);
     #: the precondition's digest covers them, so an edited list is an edited plan
@@ -173,7 +173,8 @@ class VacuumAction(Action):
         return self.files or ()
 
     def check(self, live: Collection[str]) -> None:
-        """Only the digest: the files a vacuum deletes are never live (apply's own dry run checks them)."""
+        """Only the digest: the files a vacuum deletes are never live (apply lists them again and the deletion
+        gate proves each unreferenced right before the delete)."""
         self.precondition.check_digest(self.digested_paths)
 
 

@@ -28,6 +28,7 @@ from compactor.planning.bins import pack_sorted
 from compactor.planning.plan import Skip, SkipReason
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
+from compactor.units import format_duration, format_setting_size, format_size, format_span
 
 NULL_KEY = "\x00null"
 SEP = "\x1f"
@@ -95,6 +96,7 @@ def plan_partitions(
     action_class: type[RewriteAction] | None = None,
     action_fields: SinkGuardFields | None = None,
     forced: pa.Array | None = None,
+    ineligible: tuple[SkipReason, str] | None = None,
 ) -> tuple[list[Action], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
@@ -102,7 +104,9 @@ def plan_partitions(
     not listed in the latest .compact). ``action_class``/``action_fields``: the action to build (default:
     by strategy, CompactAction / ZOrderAction / SortAction) and extra fields for it (sink guards).
     ``forced``: optional boolean mask of files that are candidates whatever their size (delta-spark
-    OPTIMIZE rewrites files whose deletion vectors delete many rows).
+    OPTIMIZE rewrites files whose deletion vectors delete many rows). ``ineligible``: the skip of a partition
+    whose small files are all outside ``eligible`` (its reason and message); None: the caller reported those
+    partitions itself (they are not also "already compact": they are not).
     """
     if files.num_rows == 0:
         return [], [Skip(SkipReason.NO_FILES, None, {"files": 0}, "the table has no live files")]
@@ -112,13 +116,16 @@ def plan_partitions(
     small = pc.less(files.column("size_bytes"), c.min_file_size)
     if forced is not None:
         small = pc.or_(small, forced)
+    small_anywhere = small
     if eligible is not None:
         small = pc.and_(small, eligible)
     agg_input = pa.table({"k": keys, "size": files.column("size_bytes"), "mtime": files.column("modification_time"),
                           "small": pc.cast(small, pa.int64()),
-                          "small_size": pc.if_else(small, files.column("size_bytes"), 0)})
+                          "small_size": pc.if_else(small, files.column("size_bytes"), 0),
+                          "left_alone": pc.cast(pc.and_(small_anywhere, pc.invert(small)), pa.int64())})
     agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
-                                             ("mtime", "min"), ("small", "sum"), ("small_size", "sum")])
+                                             ("mtime", "min"), ("small", "sum"), ("small_size", "sum"),
+                                             ("left_alone", "sum")])
     stats = {row["k"]: row for row in agg.to_pylist()}
     all_values = {k: _values_of(k, partition_columns) for k in stats}
 
@@ -151,17 +158,29 @@ def plan_partitions(
             skip(k, SkipReason.SKIP_LATEST, f"one of the {c.partitions.skip_latest} newest partition(s)")
             continue
         if c.quiet_period and s["mtime_max"] is not None and now_ms - s["mtime_max"] < c.quiet_period * 1000:
-            skip(k, SkipReason.QUIET_PERIOD, "files were written within the quiet period (active writer?)",
-                 newest_file_age_s=max(0, (now_ms - s["mtime_max"]) // 1000), quiet_period_s=c.quiet_period)
+            age = max(0, (now_ms - s["mtime_max"]) // 1000)
+            eligible_at = (dt.datetime.fromtimestamp(s["mtime_max"] / 1000, dt.UTC)
+                           + dt.timedelta(seconds=c.quiet_period)).replace(microsecond=0)
+            skip(k, SkipReason.QUIET_PERIOD, f"its newest file is {format_span(age)} old, within quiet_period "
+                 f"{format_duration(c.quiet_period)} (a writer may be active): eligible from "
+                 f"{eligible_at.isoformat().replace('+00:00', 'Z')} (in {format_span(max(1, c.quiet_period - age))})",
+                 newest_file_age_s=age, quiet_period_s=c.quiet_period,
+                 eligible_at=eligible_at.isoformat().replace("+00:00", "Z"))
+            continue
+        if s["small_sum"] == 0 and s["left_alone_sum"]:
+            if ineligible is not None:
+                skip(k, ineligible[0], ineligible[1])
             continue
         if s["small_sum"] == 0:
-            skip(k, SkipReason.ALREADY_COMPACT, "no file is below min_file_size", min_file_size=c.min_file_size)
+            skip(k, SkipReason.ALREADY_COMPACT, f"no file is below min_file_size {format_setting_size(c.min_file_size)}",
+                 min_file_size=c.min_file_size)
             continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
         if s["small_sum"] <= ideal:
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
-            skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding {s['small_size_sum']} bytes: already "
-                 f"the fewest files at target_file_size {c.target_file_size}", ideal_files=ideal,
+            skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding "
+                 f"{format_size(s['small_size_sum'])}: already the fewest files at target_file_size "
+                 f"{format_setting_size(c.target_file_size)}", ideal_files=ideal,
                  target_file_size=c.target_file_size)
             continue
         if s["small_sum"] < c.triggers.min_input_files:
@@ -209,7 +228,10 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         [("k", "count")]).to_pylist()}
     paths = files.column("path").take(order).to_pylist()
     sizes = files.column("size_bytes").take(order).to_pylist()
-    records = files.column("num_records").take(order).to_pylist()
+    live = files.column("num_records")
+    if "deleted_rows" in files.column_names:  # rows a deletion vector deletes are no rows of the table
+        live = pc.subtract(live, pc.fill_null(files.column("deleted_rows"), 0))
+    records = live.take(order).to_pylist()
     out: list[_Candidate] = []
     start = 0
     for k in sorted(survivors):
@@ -223,8 +245,8 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
                 skip(k, SkipReason.ALREADY_COMPACT, "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue
             outputs = len(runs)
-            reason = (f"bin-pack {sum(b - a for a, b in runs)} file(s) into {outputs} ({bin_model} model, "
-                      f"target {c.target_file_size} bytes)")
+            reason = (f"bin-pack {sum(b - a for a, b in runs)} file(s) into {outputs} at target "
+                      f"{format_setting_size(c.target_file_size)} (packed as {bin_model}'s OPTIMIZE packs them)")
         else:
             runs = [(0, len(p_sizes))]
             outputs = max(1, math.ceil(sum(p_sizes) / c.target_file_size))

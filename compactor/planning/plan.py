@@ -93,6 +93,8 @@ class TablePlan:
     error: str | None = None
     #: policy source (file:line) for traceability
     policy_source: str | None = None
+    #: the table's identity when it was planned (Delta: metaData.id): apply refuses another table at the path
+    table_id: str | None = None
     #: rows live twice, found in the table's log (another writer's compaction removed the same files
     #: again): per anomaly its versions, files and rows. A ``repair`` action answers those it can prove;
     #: ``plan`` and ``apply`` exit 1 while any is left unanswered
@@ -177,6 +179,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "skipped": [asdict(s) for s in t.skipped],
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
+            **({"table_id": t.table_id} if t.table_id is not None else {}),
             **({"duplicate_rewrite": [d.to_dict() for d in t.duplicate_rewrite]} if t.duplicate_rewrite else {}),
         })
     return {"schema_version": plan.schema_version, "compactor_version": plan.compactor_version,
@@ -240,7 +243,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
                           for s in t.get("skipped", ())),
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
             bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
-            policy_source=t.get("policy_source"),
+            policy_source=t.get("policy_source"), table_id=t.get("table_id"),
             duplicate_rewrite=tuple(DuplicateReport.from_dict(x) for x in t.get("duplicate_rewrite") or ()),
         ))
     totals = Totals(**(d.get("totals") or {}))

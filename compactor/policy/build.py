@@ -11,7 +11,7 @@ from compactor.policy import model as m
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.predicate import PredicateError, parse_where
 from compactor.policy.yamlpos import Located
-from compactor.units import UnitError, parse_duration, parse_size
+from compactor.units import UnitError, format_setting_size, parse_duration, parse_size
 
 
 def deep_merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -175,12 +175,13 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
     min_size = ctx.size(c, "min_file_size", p, None)
     if target < 2**20:
         ctx.error(f"{p}.target_file_size", "target_too_small",
-                  f"target_file_size {target} bytes is below 1 MiB", "use at least 1MiB (typical: 128MB-1GB)")
+                  f"target_file_size {format_setting_size(target)} is below 1MiB", "use at least 1MiB (typical: 128MB-1GB)")
     if min_size is None:
         min_size = int(target * m.DEFAULT_MIN_FILE_RATIO)
     elif min_size > target:
         ctx.error(f"{p}.min_file_size", "min_gt_target",
-                  f"min_file_size ({min_size}) is larger than target_file_size ({target})",
+                  f"min_file_size ({format_setting_size(min_size)}) is larger than target_file_size "
+                  f"({format_setting_size(target)})",
                   "min_file_size must be <= target_file_size (default 75% of it)")
     strategy = c.get("strategy", "bin_pack")
     z = tuple(c.get("z_order_by") or ())

@@ -18,11 +18,15 @@ class Diagnostic:
     json_path: str = ""
     hint: str | None = None
     severity: str = "error"  # "error" | "warning"
+    #: the source lines around the position with a caret under the column (YAML syntax errors), shown under
+    #: the message
+    context: str = ""
 
     def __str__(self) -> str:
         where = f" [{self.json_path}]" if self.json_path else ""
         hint = f" (hint: {self.hint})" if self.hint else ""
-        return f"{self.file}:{self.line}:{self.col}: {self.code} {self.message}{where}{hint}"
+        under = "\n" + "\n".join("    " + line for line in self.context.splitlines()) if self.context else ""
+        return f"{self.file}:{self.line}:{self.col}: {self.code} {self.message}{where}{hint}{under}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

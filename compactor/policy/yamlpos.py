@@ -27,6 +27,8 @@ class YamlProblem(Exception):
     line: int = 1
     col: int = 1
     hint: str | None = None
+    #: the source lines around the position, a caret under the column (syntax errors)
+    context: str = ""
 
 
 @dataclass
@@ -136,10 +138,11 @@ def load_yaml(text: str) -> tuple[Located, list[YamlProblem]]:
     try:
         node = yaml.compose(text, Loader=_AliasPositionLoader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = mark.line + 1 if mark else 1
-        col = mark.column + 1 if mark else 1
-        raise YamlProblem("yaml_syntax", f"{e.problem or e.context}", line, col) from None
+        from compactor.policy.yaml_errors import explain, source_context
+
+        found = explain(e, text)
+        raise YamlProblem("yaml_syntax", found.message, found.line, found.col, found.hint,
+                          source_context(text, found.line, found.col)) from None
     except yaml.YAMLError as e:
         raise YamlProblem("yaml_syntax", str(e)) from None
     except RecursionError:
@@ -156,13 +159,3 @@ def load_yaml(text: str) -> tuple[Located, list[YamlProblem]]:
         raise YamlProblem("yaml_syntax", str(e.problem), (mark.line + 1) if mark else 1,
                           (mark.column + 1) if mark else 1) from None
     return Located(value, conv.positions), conv.duplicates
-
-
-def context_lines(text: str, line: int, radius: int = 2) -> str:
-    """Numbered lines around `line` (1-based), with a marker, for YAML syntax errors."""
-    lines = text.splitlines()
-    lo, hi = max(1, line - radius), min(len(lines), line + radius)
-    width = len(str(hi))
-    return "\n".join(
-        f"{'>' if n == line else ' '} {n:>{width}} | {lines[n - 1]}" for n in range(lo, hi + 1)
-    )

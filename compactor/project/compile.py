@@ -14,7 +14,7 @@ from compactor.policy.diagnostics import Diagnostic, sort_key
 from compactor.policy.model import TablePolicy
 from compactor.policy.render import render_tree
 from compactor.policy.schema import schema_diagnostics
-from compactor.policy.yamlpos import Located, YamlProblem, context_lines, load_yaml
+from compactor.policy.yamlpos import Located, YamlProblem, load_yaml
 from compactor.project.loader import PROJECT_FILE, load_project, load_target, unknown_catalog
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.project.selection import check_selector, select_policies
@@ -99,10 +99,7 @@ def _load_policy_file(path: Path, rel: str, project: Project) -> tuple[Located |
     try:
         raw, dups = load_yaml(text)
     except YamlProblem as p:
-        hint = p.hint
-        if p.code == "yaml_syntax":
-            hint = "\n" + context_lines(text, p.line)
-        return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", hint)]
+        return None, [Diagnostic(rel, p.line, p.col, p.code, p.message, "", p.hint, context=p.context)]
     doc, problems = render_tree(raw, vars=project.vars)
     render_diags = [Diagnostic(rel, *doc.pos(path), p.code, p.message, path, p.hint) for path, p in problems]
     doc.failed_paths = {path for path, _ in problems}  # type: ignore[attr-defined]  # not checked again

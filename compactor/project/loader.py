@@ -28,7 +28,8 @@ def _load(path: Path, label: str, *, vars: Mapping[str, Any]) -> tuple[Any, list
     try:
         raw, dups = load_yaml(text)
     except YamlProblem as e:
-        raise ProjectError(f"{path}:{e.line}:{e.col}: {e.code} {e.message}", hint=e.hint) from None
+        raise ProjectError(f"{path}:{e.line}:{e.col}: {e.code} {e.message}" + (f"\n{e.context}" if e.context else ""),
+                           hint=e.hint) from None
     doc, problems = render_tree(raw, vars=vars)
     for jpath, p in problems:
         line, col = doc.pos(jpath)
@@ -59,7 +60,7 @@ def load_project(project_dir: Path, cli_vars: Mapping[str, Any]) -> tuple[Projec
     return Project(
         name=value["name"], root=project_dir, policy_paths=tuple(paths),
         target_path=value.get("target-path", "target"), defaults=value.get("defaults") or {},
-        vars=vars, profile=value.get("profile") or "default", file=path, dbt=_dbt_settings(value.get("dbt"), project_dir),
+        vars=vars, profile=value.get("profile") or None, file=path, dbt=_dbt_settings(value.get("dbt"), project_dir),
     ), diags
 
 
@@ -101,7 +102,8 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         if target_name not in (None, "dev"):
             raise UsageError(f"target '{target_name}' requested but no {PROFILES_FILE} was found",
                              hint="create profiles.yml in the project dir or ~/.compactor/")
-        return Target(name="dev", profile=project.profile, engine="local", watch_window_s=watch_window(None)), []
+        return Target(name="dev", profile=project.profile or "default", engine="local",
+                      watch_window_s=watch_window(None)), []
     doc, diags, value = _load(path, str(path), vars=project.vars)
     diags += [Diagnostic(str(path), d.line, d.col, d.code, d.message, d.json_path, d.hint)
               for d in schema_diagnostics(doc, str(path), "profiles.schema.json")]
@@ -109,10 +111,7 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         return Target(), diags
     if not isinstance(value, dict) or not value:
         raise ProjectError(f"{path}: no profiles defined")
-    name = project.profile if project.profile in value else (next(iter(value)) if len(value) == 1 else None)
-    if name is None:
-        raise ProjectError(f"profile '{project.profile}' not found in {path}",
-                           hint=f"profiles there: {', '.join(value)}; set `profile:` in compactor.yml")
+    name = _profile_name(project, value, path)
     profile = value[name]
     outputs = profile["outputs"]
     chosen = target_name or profile.get("target") or next(iter(outputs))
@@ -141,9 +140,25 @@ def load_target(project: Project, profiles_dir: Path | None, target_name: str | 
         catalogs={n: CatalogSettings(n, str(c["type"]), {k: str(v) for k, v in c.items() if k != "type"})
                   for n, c in (out.get("catalogs") or {}).items()},
         threads=out.get("max_concurrent_rewrites", out.get("threads")),
+        profile_targets={str(n): str((o or {}).get("engine", "local")) for n, o in outputs.items()},
         watch_window_s=watch_window(out.get("watch_window"), f"{path}: {name}.outputs.{chosen}.watch_window"),
         **_progress_settings(out, f"{path}: {name}.outputs.{chosen}"),
     ), diags
+
+
+def _profile_name(project: Project, profiles: Mapping[str, Any], path: Path) -> str:
+    """The profile compactor.yml names, which must exist (as dbt: a name that matches none is an error, even
+    beside a single profile); without ``profile:``, the one named "default", else the only one."""
+    known = ", ".join(map(str, profiles))
+    if project.profile is not None:
+        if project.profile not in profiles:
+            raise ProjectError(f"Could not find profile named '{project.profile}' in {path}",
+                               hint=f"profiles there: {known}; set `profile:` in {PROJECT_FILE} to one of them")
+        return project.profile
+    if "default" in profiles or len(profiles) == 1:
+        return "default" if "default" in profiles else str(next(iter(profiles)))
+    raise ProjectError(f"{PROJECT_FILE} names no profile and {path} defines several ({known})",
+                       hint=f"set `profile:` in {PROJECT_FILE} to one of them")
 
 
 def _remote_conflicts(doc: Any, file: str, where: str, spark: Mapping[str, Any]) -> list[Diagnostic]:

@@ -78,6 +78,16 @@ class Target:
     watch_window_s: float = DEFAULT_WATCH_WINDOW_S
     #: the catalogs that name tables (profile key ``catalogs``), by name; option values are secrets
     catalogs: Mapping[str, CatalogSettings] = field(default_factory=dict, repr=False)
+    #: every target of the same profile, by name, with its engine (where a hint may point: "use the spark
+    #: engine: `compactor plan --target prod`")
+    profile_targets: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def spark_target(self) -> str | None:
+        """A target of the same profile that runs the spark engine (this one, if it does), or None."""
+        if self.engine == "spark":
+            return self.name
+        return next((n for n, e in self.profile_targets.items() if e == "spark"), None)
 
     @property
     def runs_spark(self) -> bool:
@@ -125,7 +135,8 @@ class Project:
     #: project-wide policy defaults (raw, as rendered YAML); merged under file defaults and tables
     defaults: Mapping[str, Any] = field(default_factory=dict)
     vars: Mapping[str, Any] = field(default_factory=dict)
-    profile: str = "default"
+    #: the profile compactor.yml names (None: it names none; then profiles.yml's "default", or its only one)
+    profile: str | None = None
     #: path of compactor.yml (for diagnostics)
     file: Path | None = None
     #: a dbt project whose nodes carry policies (None: policy files only)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 
@@ -50,3 +51,22 @@ def select_policies(policies: Sequence[TablePolicy], select: Iterable[str] = (),
             raise UsageError(f"--select/--exclude: {err}")
     chosen = [p for p in policies if not select or any(_matches(p, s) for s in select)]
     return tuple(p for p in chosen if not any(_matches(p, s) for s in exclude))
+
+
+def suggest_selector(policies: Sequence[TablePolicy], sel: str) -> str | None:
+    """The selector closest to ``sel`` (a mistyped name, tag or dbt node) that matches a table, or None."""
+    method, sep, value = sel.partition(":")
+    if not sep:
+        method, value = "name", sel
+    known: dict[str, set[str]] = {"name": set(), "tag": set(), "dbt": set(), "format": set(), "path": set()}
+    for p in policies:
+        known["name"].add(p.name)
+        known["tag"].update(p.tags)
+        known["format"].add(p.format)
+        known["path"].add(p.source.file)
+        if p.dbt is not None:
+            known["dbt"].update((p.dbt.name, p.dbt.unique_id))
+    close = difflib.get_close_matches(value, sorted(known.get(method, ())), n=1, cutoff=0.6)
+    if not close:
+        return None
+    return close[0] if not sep else f"{method}:{close[0]}"

@@ -15,12 +15,12 @@ A heartbeat thread moves ``heartbeat_at`` forward while the action runs. The ent
 action ends normally; when it fails, ``ended_at`` is set and the entry is kept for cleanup.
 
 ``recover`` (holding the table lease) deletes only what it can prove a dead run wrote and nobody
-references: named outputs that no commit since the entry's read version references and that are not
-live; staging folders; and, in ``folders``, files written inside the entry's window, by delta-rs (footer
-``created_by``) or torn, and older than a grace period, so that an appender writing into the same
-folder, whose commit may still be pending, is given time to commit. When some named output is referenced
-(the run died after its commit), the entry's ``inputs`` that nothing references go to the caller's
-``retire``; an entry with ``inputs`` is never dropped without one. Entries of runs that may still be
+references, every deletion through the table's deletion gate (runtime/deletion.py: the format reads what
+its log references now): named outputs; staging folders; and, in ``folders``, files written inside the
+entry's window, by delta-rs (footer ``created_by``) or torn, and older than a grace period, so that an
+appender writing into the same folder, whose commit may still be pending, is given time to commit. When
+some named output is referenced (the run died after its commit), the entry's ``inputs`` that nothing
+references go to the caller's ``retire``; an entry with ``inputs`` is never dropped without one. Entries of runs that may still be
 running are skipped; ``live_entries`` names them, for a caller that must refuse to run beside one.
 
 Everything goes through ``runtime.storage.Storage`` with the table's storage options, so the same rules
@@ -49,6 +49,7 @@ from typing import Any
 
 from compactor.models.formats import FORMATS
 from compactor.runtime import clock, liveness
+from compactor.runtime.deletion import DeletionGate, delete_proved
 from compactor.runtime.lease import default_ttl_s
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import ObjectInfo, ObjectNotFoundError, Storage, StorageError, storage_for
@@ -228,13 +229,14 @@ def live_entries(table_uri: str, storage_options: Mapping[str, Any] | None = Non
     return [e for e in entries if e is not None and e.running(now)]
 
 
-def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]], *,
+def recover(table_uri: str, gate: Callable[[], DeletionGate], *,
             grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
             storage_options: Mapping[str, Any] | None = None,
             retire: Callable[[list[str]], None] | None = None) -> list[str]:
-    """Delete what dead runs left (module docstring). ``referenced(read_version)``: every path live now
-    or named by a commit after ``read_version`` (the format knows how to read its log). ``retire(paths)``:
-    an entry's unreferenced ``inputs`` once its commit landed. Returns deleted paths (relative to the table
+    """Delete what dead runs left (module docstring). ``gate()``: the table's deletion gate
+    (runtime/deletion.py), built once when some entry is to be recovered: it keeps every file the table
+    references (the format reads its own log), and every deletion goes through it. ``retire(paths)``: an
+    entry's unreferenced ``inputs`` once its commit landed. Returns deleted paths (relative to the table
     root). Call while holding the table lease."""
     storage = storage_for(table_uri, storage_options)
     now = clock.wall() if now is None else now
@@ -246,6 +248,7 @@ def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]],
         return []
     slack = _SLACK_REMOTE_S if is_remote(table_uri) else _SLACK_S
     deleted: list[str] = []
+    table_gate: DeletionGate | None = None
     for jfile in jfiles:
         entry = _read_entry(storage, jfile)
         if entry is None or entry.running(now):
@@ -253,23 +256,22 @@ def recover(table_uri: str, referenced: Callable[[int | None], Collection[str]],
         if entry.inputs and retire is None:
             log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
             continue
-        refs = referenced(entry.read_version)
         unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
                  [rel for rel in entry.staging if not is_staging_folder(rel)]
         if unsafe:  # never from compactor's own writes: a damaged or edited entry deletes nothing
             log.warning("keeping journal entry %s: it names %d path(s) that are no output or staging folder of "
                         "compactor's (e.g. %r); nothing of it was deleted", jfile, len(unsafe), unsafe[0])
             continue
-        for rel in entry.outputs:
-            if rel not in refs and storage.exists(rel):
-                storage.delete(rel)
-                deleted.append(rel)
-        if entry.inputs and retire is not None and any(rel in refs for rel in entry.outputs):
-            retire([rel for rel in entry.inputs if rel not in refs])  # killed after its commit
-        for rel in entry.staging:
-            storage.delete_prefix(rel)
-        waiting = _recover_folders(storage, entry, refs, grace_s, now, slack, deleted)
-        if not waiting:
+        table_gate = table_gate or gate()
+        outputs = [rel for rel in entry.outputs if storage.exists(rel)]
+        done = delete_proved(storage, table_gate, outputs, entry.staging)
+        deleted += done.deleted
+        referenced = [rel for rel in entry.outputs if rel in done.kept]
+        if entry.inputs and retire is not None and referenced:  # killed after its commit
+            still = table_gate.kept(entry.inputs)
+            retire([rel for rel in entry.inputs if rel not in still])
+        waiting = _recover_folders(storage, entry, table_gate, grace_s, now, slack, deleted)
+        if not waiting and not any(f in done.kept for f in entry.staging):
             storage.delete(jfile)
     if deleted:
         log.warning("%s: deleted %d uncommitted file(s) left by interrupted compactor runs", table_uri,
@@ -296,26 +298,25 @@ def is_staging_folder(rel: str) -> bool:
             and len(parts[-1]) > len(STAGING_PREFIX))
 
 
-def _recover_folders(storage: Storage, entry: JournalEntry, refs: Collection[str], grace_s: float, now: float,
+def _recover_folders(storage: Storage, entry: JournalEntry, gate: DeletionGate, grace_s: float, now: float,
                      slack: float, deleted: list[str]) -> bool:
     """The folder rule for engine-named outputs; True while some candidate is still inside the grace period."""
     waiting = False
     lo, hi = entry.started_at - slack, entry.window_end() + slack
+    candidates: list[str] = []
     for folder in entry.folders:
         for obj in storage.list_dir(folder)[0]:
             rel = obj.path
             name = os.path.basename(rel)
             if name.startswith(("_", ".")) or not name.endswith(".parquet"):
                 continue
-            if rel in refs:
-                continue
             if not lo <= obj.mtime <= hi or not _written_by_delta_rs(storage, rel):
                 continue
             if now - obj.mtime < grace_s:
                 waiting = True
                 continue
-            storage.delete(rel)
-            deleted.append(rel)
+            candidates.append(rel)
+    deleted += delete_proved(storage, gate, candidates).deleted
     return waiting
 
 

@@ -78,7 +78,7 @@ def _spark_checks(target: Target, spark_session: bool) -> Iterator[Check]:
         try:
             from compactor.engines.spark_session import delta_jars_available, get_or_create_session
 
-            spark = get_or_create_session(target.spark)
+            spark = get_or_create_session(target.spark, purpose="`compactor debug` to check the Delta jars")
             ok = delta_jars_available(spark)
             if remote:
                 yield Check("delta jars", ok, f"Delta Lake {'on' if ok else 'not on'} the Spark Connect server")

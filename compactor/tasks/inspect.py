@@ -2,15 +2,17 @@
 
 Pure reading: file counts and a size histogram per partition and the small-file share, for every format;
 what differs between formats (a sink's metadata log, a Delta log's duplicate rewrites) comes from the
-table's format (``TableFormat.inspect``). Under a policy, the planner's own verdict for the table."""
+table's format (``TableFormat.inspect``). The recommendation about the table's files is the planner's own
+verdict, in the words `plan` prints (planning/explain.py): under the table's policy, or, where no policy of
+the project names the table, under compactor's default policy, saying so."""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +21,7 @@ from compactor.errors import TableReadError, UsageError
 from compactor.formats import get_format
 from compactor.formats.checkpoint import inspect_checkpoint
 from compactor.formats.discover import format_at
+from compactor.models.formats import format_spec
 from compactor.models.inspect import (
     BUCKET_LABELS,
     BUCKETS,
@@ -30,9 +33,13 @@ from compactor.models.inspect import (
 )
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.policy.model import TablePolicy
+from compactor.planning.explain import Advice, table_verdict
+from compactor.policy.model import Sink, TablePolicy
 from compactor.project.model import ProjectOptions
 from compactor.runtime.secrets import register_secrets
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.project.compile import CompiledProject
 
 
 def _histogram(sizes: pa.Array) -> dict[str, int]:
@@ -61,11 +68,14 @@ def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
 
 def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
                  settings: InspectSettings | None = None, horizon: int | None = None,
-                 table_policy: TablePolicy | None = None) -> InspectReport:
+                 table_policy: TablePolicy | None = None, engine: str = "local",
+                 advice: Advice = Advice()) -> InspectReport:
     """``settings``: those of the compactor policy that manages the table, to compare against
     (compact_interval, min_batches_to_retain, retention, min_file_size); ``table_policy``: that policy (the
-    report then says what the planner would do). ``horizon``: how many of the newest commits to scan for
-    duplicate rewrites. ``path``: a local path or an object-store URI (``storage_options`` reach it)."""
+    report says what the planner decides under it; without one, under compactor's default policy).
+    ``engine``: the engine the plan is made for (the target's); ``advice``: what its next steps may name.
+    ``horizon``: how many of the newest commits to scan for duplicate rewrites. ``path``: a local path or an
+    object-store URI (``storage_options`` reach it)."""
     register_secrets(storage_options)
     so: Mapping[str, str] = storage_options or {}
     fmt = format_at(path, so)
@@ -82,50 +92,60 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
     found = fmt.inspect(where, state, settings=settings, horizon=horizon)
     parts = _partitions(state, small)
     n_small = sum(p.small_files for p in parts)
-    share = n_small / state.file_count if state.file_count else 0.0
-    # under a policy the planner decides (what `compactor plan` says), not a small-file share
-    planned = _planned(table_policy, path, so)
-    recs = [planned] if planned else []
-    if planned is None and n_small and share >= 0.5:
-        recs.append(f"{share:.0%} of files are small: compact them (`compactor plan` then `compactor apply`)")
+    # the planner decides (what `compactor plan` says), never a small-file share of its own
+    recs = _planned(table_policy or default_policy(fmt.name, path), path, so, engine, advice)
+    if table_policy is None:
+        recs.insert(0, "no policy of the project names this table: the plan below is under compactor's default "
+                       "policy (write one to change it)")
     return InspectReport(path, fmt.name, state.file_count, state.total_bytes, small, n_small, parts, found.logs,
                          given, (*recs, *found.recommendations), found.duplicates, found.log_window, found.warnings)
 
 
-def _planned(table_policy: TablePolicy | None, path: str, storage_options: Mapping[str, str]) -> str | None:
-    """The planner's own verdict for the table under its policy (one source of truth with `plan`)."""
-    if table_policy is None:
-        return None
-    fmt = get_format(table_policy.format)
-    pol = replace(table_policy, path=path)
+def default_policy(fmt: str, path: str) -> TablePolicy:
+    """The policy a table gets when none is written: every default, a sink's included."""
+    spec = format_spec(fmt)
+    name = path.rstrip("/").rsplit("/", 1)[-1] or path
+    return TablePolicy(name=name, format=fmt, path=path, sink=Sink() if spec is not None and spec.sink_settings else None)
+
+
+def _planned(policy: TablePolicy, path: str, storage_options: Mapping[str, str], engine: str,
+             advice: Advice) -> list[str]:
+    """The planner's own verdict for the table under ``policy``, in the words `plan` prints."""
+    fmt = get_format(policy.format)
+    pol = replace(policy, path=path)
     state = fmt.read_state(TableLocation(path, storage_options), pol)
-    plan = fmt.plan_table(pol, state, now=dt.datetime.now(dt.UTC), engine="local")
-    if plan.error:
-        return f"the policy's plan: error: {plan.error}"
-    if plan.actions:
-        kinds = Counter(a.type for a in plan.actions)
-        return ("the policy's plan: " + ", ".join(f"{k} x{n}" for k, n in kinds.items())
-                + f" (files {plan.files_before} -> {plan.files_after}); `compactor plan` then `compactor apply`")
-    skips = Counter(s.reason for s in plan.skipped)
-    return "the policy's plan: no change (" + ", ".join(f"{k} x{n}" for k, n in skips.items()) + ")"
+    return table_verdict(fmt.plan_table(pol, state, now=dt.datetime.now(dt.UTC), engine=engine), advice)
 
 
 # ----------------------------------------------------------------------------- under a project
 
 
-def table_policy(options: ProjectOptions, table: str) -> TablePolicy:
+def table_policy(compiled: CompiledProject, table: str) -> TablePolicy:
     """The named table's policy in the project, its path resolved (discover entries expanded)."""
-    from compactor.project.compile import compile_project
     from compactor.tasks.plan import expand_policies
 
-    compiled = compile_project(options)
     pols = expand_policies(compiled.all_policies, compiled.project.root, compiled.target.storage_options, {},
                            target=compiled.target)
     pol = next((p for p in pols if p.name == table), None)
     if pol is None:
-        raise UsageError(f"table {table!r} is not declared in {options.project_dir}",
+        raise UsageError(f"table {table!r} is not declared in {compiled.project.root}",
                          hint="`compactor ls --project-dir DIR` lists the project's tables")
     return pol
+
+
+def policy_at(compiled: CompiledProject, path: str) -> TablePolicy | None:
+    """The policy of the project that names the table at ``path``: by its path, or a folder discover that
+    finds it. Tables named through a catalog are not looked up (that may start a JVM for a bare path)."""
+    from compactor.tasks.plan import expand_policies, resolve_path
+
+    wanted = resolve_path(path, Path.cwd()).rstrip("/")
+    local = [p for p in compiled.all_policies if p.catalog is None and (p.discover is None or p.discover.catalog is None)]
+    found: dict[str, Exception] = {}
+    for p in expand_policies(local, compiled.project.root, compiled.target.storage_options, found,
+                             target=compiled.target):
+        if p.path is not None and p.name not in found and p.path.rstrip("/") == wanted:
+            return p
+    return None
 
 
 def inspect_settings(policy: TablePolicy) -> InspectSettings:
@@ -140,18 +160,27 @@ def inspect_in_project(options: ProjectOptions, path: str, *, table: str | None 
                        storage_options: Mapping[str, str] | None = None) -> InspectReport:
     """`compactor inspect PATH`: ``path`` is a table's location or the name of a table of the project
     (``options``); with ``table`` (or a table name as ``path``) the table is compared against its policy,
-    and a ``path`` of "-" (or the table's name) is the policy's path. An object-store path is read with
-    ``storage_options``, by default the target's."""
+    and a ``path`` of "-" (or the table's name) is the policy's path; a location some policy of the project
+    names is compared against that policy. An object-store path is read with ``storage_options``, by
+    default the target's. The planner's verdict is for the target's engine."""
+    from compactor.project.compile import compile_project
+
     if table is None and "/" not in path and "://" not in path and not Path(path).exists():
         table = path  # a table name of the project
-    pol = table_policy(options, table) if table else None
+    in_project = table is not None or (Path(options.project_dir) / "compactor.yml").is_file()
+    compiled = compile_project(options) if in_project else None
+    pol = None
+    if compiled is not None:
+        pol = table_policy(compiled, table) if table else policy_at(compiled, path)
     if pol is not None and (path in ("-", table) or not Path(path).exists() and "://" not in path):
         path = pol.path or path
     if storage_options is None:
         storage_options = {}
-        if "://" in path and not path.startswith("file:"):
-            from compactor.project.loader import target_storage_options
-
-            storage_options = target_storage_options(options)
+        if "://" in path and not path.startswith("file:") and compiled is not None:
+            storage_options = compiled.target.storage_options
+    advice = Advice() if compiled is None else Advice(
+        target=options.target, spark_target=compiled.target.spark_target,
+        project_dir=None if Path(options.project_dir) == Path(".") else str(options.project_dir))
     return inspect_path(path, storage_options, settings=None if pol is None else inspect_settings(pol),
-                        horizon=horizon, table_policy=pol)
+                        horizon=horizon, table_policy=pol, engine=compiled.target.engine if compiled else "local",
+                        advice=advice)

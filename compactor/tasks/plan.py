@@ -24,6 +24,7 @@ from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.gc_pause import gc_paused
 from compactor.runtime.paths import is_uri
+from compactor.runtime.progress import phase
 from compactor.runtime.secrets import redact, redact_error, register_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,13 +133,31 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
             path = resolve_catalog_path(policy.name, target.spark)
         assert path is not None
-        return get_format(policy.format).read_state(TableLocation(path, target.storage_options), policy)
+        try:
+            return get_format(policy.format).read_state(TableLocation(path, target.storage_options), policy)
+        except TableReadError as e:
+            return redact_error(_another_format(e, policy, path, target) or e)
     except CompactorError as e:
         return redact_error(e)
     except ImportError as e:
         return TableReadError(redact(f"{policy.name}: support for this table kind is not available ({e})"))
     except Exception as e:  # noqa: BLE001 - one unreadable table must not stop the plan
         return TableReadError(redact(f"{policy.name}: {type(e).__name__}: {e}"))
+
+
+def _another_format(e: TableReadError, policy: TablePolicy, path: str, target: Target) -> TableReadError | None:
+    """A table that cannot be read as the policy's format because it is another one (a Spark file sink
+    declared with the default format): say what it is and the ``format:`` that reads it."""
+    from compactor.formats.discover import format_at
+
+    try:
+        found = format_at(path, target.storage_options)
+    except Exception:  # noqa: BLE001 - the read's own error stands
+        return None
+    if found is None or found.name == policy.format:
+        return None
+    return TableReadError(f"{path}: not a {policy.format} table: it has {found.marker}, so it is a {found.name} "
+                          f"table; declare it with `format: {found.name}` in its policy ({policy.source})")
 
 
 @dataclass(frozen=True)
@@ -162,7 +181,8 @@ def read_project(compiled: CompiledProject, *,
                                discover_errors, target=compiled.target)
     states: dict[str, TableState | Exception] = dict(discover_errors)
     to_read = [p for p in policies if p.enabled and p.name not in discover_errors]
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
+    with phase(f"reading {len(to_read)} table(s)", announce=False), \
+            ThreadPoolExecutor(max_workers=min(8, max(1, len(to_read)))) as pool:
         futures = {p.name: pool.submit(read_state, p, compiled.target) for p in to_read}
         for i, (name, fut) in enumerate(futures.items(), 1):
             states[name] = fut.result()

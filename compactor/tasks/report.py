@@ -5,11 +5,13 @@ page itself is output/report/html.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from compactor.formats import get_format
 from compactor.models.report import RunPoint, TableReport
 from compactor.models.table import TableLocation
+from compactor.planning.explain import Advice, table_verdict
 from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.project.model import ProjectOptions
 
@@ -47,6 +49,8 @@ def collect_report(options: ProjectOptions, plan: Plan | None = None, history_ru
                                     for t in plan.tables}
     planned_tables = {t.name: t for t in plan.tables}
     runs = load_history(compiled.project.target_dir, last=history_runs)
+    advice = Advice(target=options.target, spark_target=compiled.target.spark_target,
+                    project_dir=None if Path(options.project_dir) == Path(".") else str(options.project_dir))
     out = []
     for p in read.policies:
         if not p.enabled:
@@ -54,9 +58,12 @@ def collect_report(options: ProjectOptions, plan: Plan | None = None, history_ru
         rep = TableReport(p.name, p.format, p.path or p.name, p.compaction.target_file_size, p.compaction.min_file_size,
                           planned=planned.get(p.name, set()))
         tp = planned_tables.get(p.name)
+        if tp is not None:
+            rep.verdict = table_verdict(tp, advice)
         if tp is not None and not tp.error:
             rep.plan_files_before, rep.plan_files_after = tp.files_before, tp.files_after
             rep.plan_bytes = sum(a.input_bytes for a in tp.actions if a.type in REWRITE_ACTIONS)
+            rep.plan_input_files = sum(a.input_files for a in tp.actions if a.type in REWRITE_ACTIONS)
         state = read.states[p.name]
         if isinstance(state, Exception):
             rep.error = str(state)

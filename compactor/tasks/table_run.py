@@ -5,7 +5,6 @@ once for the table (its format re-checks the inputs against the log right before
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import threading
 import time
@@ -22,16 +21,17 @@ from compactor.models.events import (
     ActionStarted,
     BinsDone,
     GroupStarted,
-    OutOfTime,
     Progress,
 )
-from compactor.models.results import ActionDetails, ActionResult
+from compactor.models.results import ActionResult
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import Plan, TablePlan
 from compactor.project.model import Target
 from compactor.runtime.lease import TableLease
+from compactor.tasks.left_over import left_for_next_run, out_of_time
+from compactor.tasks.replan import replan
 from compactor.tasks.watch import TableWatch
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,8 @@ class TableRun:
     watch: TableWatch | None = None
     #: time.monotonic() after which no new commit group starts (the target's max_runtime)
     deadline: float | None = None
+    #: set when the run is asked to stop (Ctrl-C): no new commit group starts; the one under way finishes
+    stop: threading.Event | None = None
     #: where the table lives, with the target's storage options (built once per table run)
     location: TableLocation = field(init=False)
 
@@ -129,10 +131,17 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
     actions = env.table.actions
     state: TableState | None = None
     bins = _BinProgress(env, actions)
+    if env.table.table_id is not None:
+        same, state = _same_table(env, session, results)
+        if not same:
+            return True
     i = 0
     while i < len(actions):
         if env.deadline is not None and time.monotonic() >= env.deadline:
-            _out_of_time(env, actions[i:], results)
+            out_of_time(env.table.name, actions[i:], results, env.target.max_runtime_s or 0, env.progress)
+            return False
+        if env.stop is not None and env.stop.is_set():
+            left_for_next_run(env.table.name, actions[i:], results, env.progress)
             return False
         t0 = time.monotonic()
         if state is None:
@@ -156,6 +165,29 @@ def _run_actions(env: TableRun, results: list[ActionResult], session: TableSessi
         if failed:
             return True
     return False
+
+
+def _same_table(env: TableRun, session: TableSession,
+                results: list[ActionResult]) -> tuple[bool, TableState | None]:
+    """Whether the table at the planned path is the one planned (its log states the same table id; a path a
+    catalog gave, pinned in the plan, may since name another table, dropped and created again), and the
+    state read to tell. Not the same: every action fails, nothing touched."""
+    try:
+        state = env.fmt.read_state(env.location, session=session)
+    except Exception:  # noqa: BLE001 - unreadable: each action's own read reports why
+        return True, None
+    found = state.table_id
+    if found in (None, env.table.table_id):
+        return True, state
+    why = (f"the table at {env.table.path} is not the table planned (table id {found}, planned "
+           f"{env.table.table_id}): it was dropped and created again, or its catalog names another location; "
+           "nothing was touched (run `compactor plan`)")
+    for a in env.table.actions:
+        res = ActionResult(env.table.name, a.type, dict(a.partition), "error", error=why)
+        results.append(res)
+        if env.progress:
+            env.progress(ActionFinished(env.table.name, res))
+    return False, None
 
 
 def _group(env: TableRun, i: int, state: TableState) -> list[int] | None:
@@ -292,17 +324,6 @@ def _record(env: TableRun, res: ActionResult, results: list[ActionResult], t0: f
     return res.status == "error"
 
 
-def _out_of_time(env: TableRun, rest: Sequence[Action], results: list[ActionResult]) -> None:
-    """max_runtime is over: the actions not started are reported skipped (the next run picks them up)."""
-    budget = env.target.max_runtime_s or 0
-    note = f"max_runtime ({budget:.0f}s) was reached before it started; the next run picks it up"
-    for a in rest:
-        results.append(ActionResult(env.table.name, a.type, dict(a.partition), "skipped",
-                                    details=ActionDetails(max_runtime=True, note=note)))
-    if env.progress:
-        env.progress(OutOfTime(env.table.name, len(rest), budget))
-
-
 class _BinProgress:
     """Bins and bytes rewritten so far in one table, reported through the progress callback."""
 
@@ -345,7 +366,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
     except StalePlanError:
         if not env.replan_stale or not isinstance(action, RewriteAction):
             raise
-        action = _replan(action, state)
+        action = replan(action, state)
         res.details.replanned = True
     if action.rewrites:
         res.rows_before = action.rows
@@ -355,6 +376,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
     if env.dry_run and action.type != "vacuum":
         res.status = "skipped"
         res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
+        res.details.would_write_files = action.expected_output_files
         return
     ctx = _context(env, str(i), state, session)
     if env.lease is not None:
@@ -369,26 +391,3 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
             and outcome.details.repaired is None and not env.dry_run:
         env.watch.add(int(outcome.version_before or 0), outcome.version_after, outcome.removed_paths, res)
     res.status = "skipped" if env.dry_run else "success"
-
-
-def _replan(action: RewriteAction, state: TableState) -> RewriteAction:
-    """Re-plan one stale partition with the parameters it was planned with."""
-    import pyarrow.compute as pc
-
-    from compactor.planning.partitions import plan_partitions
-    from compactor.policy.model import Compaction, Triggers
-
-    comp = Compaction(strategy=type(action).strategy, z_order_by=tuple(getattr(action, "z_order_by", ())),  # type: ignore[arg-type]
-                      sort_by=tuple(getattr(action, "sort_by", ())), target_file_size=action.target_file_size,
-                      min_file_size=action.min_file_size, triggers=Triggers(min_input_files=2), method=action.method)  # type: ignore[arg-type]
-    mask = None
-    for col, val in action.partition.items():
-        column = state.files.column(f"partition.{col}")
-        m = pc.is_null(column) if val is None else pc.equal(column, val)
-        mask = m if mask is None else pc.and_(mask, m)
-    files = state.files.filter(mask) if mask is not None else state.files
-    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.UTC),
-                                 bin_model=action.bin_model, version=state.version, action_class=type(action))
-    if not actions:
-        raise StalePlanError("partition changed since planning and no longer needs compaction")
-    return actions[0]  # type: ignore[return-value]

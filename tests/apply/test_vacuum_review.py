@@ -1,6 +1,7 @@
 """`retention.vacuum.dry_run_first`: a VACUUM deletes only files the reviewed plan lists.
 
-The plan lists the files a VACUUM would delete (delta-rs' dry run, full mode); apply lists them again
+The plan lists the files a VACUUM would delete (compactor's own listing by the deletion gate's rule,
+formats/delta/vacuum_listing.py); apply lists them again
 first and deletes nothing unless the plan holds every one; the plan's list is in its precondition digest,
 so an edited list is an edited plan. Real delta-rs tables, the real CLI; the Spark side is in
 tests/engines/test_spark_engine.py."""
@@ -17,10 +18,13 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
+from rich.console import Console
 
 from compactor.cli import cli
-from compactor.formats.delta.state import vacuum_candidates
+from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.models.events import ActionFinished
 from compactor.models.table import TableLocation
+from compactor.output.apply_render import ProgressPrinter
 from compactor.planning.actions import VacuumAction
 from compactor.planning.plan import Plan
 from compactor.project.model import Target
@@ -137,7 +141,12 @@ def test_a_file_a_commit_since_the_listing_re_adds_is_not_deleted(tmp_path: Path
     assert r.status == "success", r.error
     assert action.files is not None and len(action.files) == 5
     assert r.files_removed == 0 and set(action.files) <= _on_disk(t)
+    assert r.details.kept == {f: "a live file" for f in action.files}  # the run says which, and why
     exactly_once(t, n)
+    console = Console(record=True, width=200)
+    ProgressPrinter(console)(ActionFinished("t", r))
+    assert f"kept 5 listed file(s) the table references now, e.g. {sorted(action.files)[0]}: a live file" in \
+        console.export_text()
 
 
 def test_a_retention_raised_between_the_listing_and_the_delete_stops_the_vacuum(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_every_table_node_with_a_compactor_meta_is_a_table_named_by_its_unique_i
     assert tables["model.shop.events"]["source"].endswith("shop/models/schema.yml:8:11")
     assert tables["model.shop.daily"]["source"].endswith("shop/dbt_project.yml:12:11")
     assert tables["seed.shop.regions"]["source"].endswith("shop/seeds/properties.yml:6:20")
-    assert "to 64.0 MiB" in tables["model.shop.daily"]["policy"]  # dbt_project.yml's +meta for marts/
+    assert "to 64MiB" in tables["model.shop.daily"]["policy"]  # dbt_project.yml's +meta for marts/
 
 
 def test_select_takes_dbt_tags_and_node_names(parsed: Path) -> None:
@@ -86,6 +86,10 @@ def test_validate_reports_a_policy_on_a_view_where_it_is_written(parsed: Path) -
     line = next(x for x in r.stdout.splitlines() if "dbt_not_a_table" in x)
     assert line.startswith(str((parsed.parent / "shop" / "models" / "schema.yml").resolve()) + ":19:20:")
     assert "model.shop.v_events is materialized as view" in line
+    # the summary says what was read and what the policies declare (issue 37 item 12: not "2 tables")
+    summary = r.stdout.splitlines()[-1]
+    assert summary.startswith("OK: the dbt manifest ") and summary.endswith(
+        "shop/target/manifest.json; 5 dbt nodes; 0 errors, 1 warning"), r.stdout
 
 
 def test_compile_explain_says_which_dbt_file_each_value_comes_from(parsed: Path) -> None:
@@ -170,3 +174,10 @@ def test_a_unity_catalog_locates_a_node_by_its_three_level_name(parsed: Path, tm
     tables = _ls(lake, "dbt:events", "dbt:orders")
     assert tables["model.shop.events"]["location"] == "catalog uc: main.analytics.events"
     assert tables["model.shop.orders"]["location"] == "catalog uc: analytics.orders"  # no database: the default
+
+
+def test_a_mistyped_dbt_selector_warns_and_names_the_closest_node(parsed: Path) -> None:
+    """`ls --select dbt:event` matches no node: a warning names the closest one (issue 37 item 13)."""
+    r = _cli("ls", "--select", "dbt:event", project=parsed)
+    assert r.returncode == 0 and "0 table(s)" in r.stdout, r.stdout + r.stderr
+    assert "'dbt:event' does not match any table; did you mean 'dbt:events'?" in r.stderr, r.stderr

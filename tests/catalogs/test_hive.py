@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -89,11 +90,67 @@ def test_a_discover_over_a_hive_metastore_plans_and_compacts_the_selected_delta_
     (skip,) = tables["ops/raw_events"]["skipped"]
     assert skip["reason"] == "unsupported" and "parquet" in skip["message"]
     assert all(tables[n]["actions"] for n in delta)
+    assert r.stderr.startswith("starting Spark (local[1]) for catalog 'meta' (hive) ..."), r.stderr  # said first
+    t0 = time.monotonic()
     r = _cli("apply", str(proj / "target" / "plan.json"), project=proj)
+    took = time.monotonic() - t0
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    # the plan pins every location: the apply asks no catalog and starts no JVM (issue 37 item 5)
+    assert "starting Spark" not in r.stderr and took < 30, (took, r.stderr)
+    print(f"\napply of the saved plan (7 tables): {took:.1f}s")
     for name in delta:
         db, t = name.split("/")
         dt = DeltaTable(str(warehouse / f"{db}.db" / t))
         assert len(dt.file_uris()) == 1 and dt.to_pyarrow_table().num_rows == 15, name
     hr = DeltaTable(str(warehouse / "hr.db" / "people_1"))
     assert len(hr.file_uris()) == 3  # not selected: untouched
+
+
+HOLD = textwrap.dedent("""
+    import sys
+    from compactor.engines.spark_session import build_session
+    metastore, warehouse = sys.argv[1], sys.argv[2]
+    spark = build_session("local[1]", "holds-the-metastore", {
+        "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": warehouse,
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
+        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={metastore}.log"}, delta_jars=False)
+    spark.sql("SHOW DATABASES").collect()  # Derby is booted: this process holds the metastore now
+    print("holding", flush=True)
+    sys.stdin.read()  # until the test closes it
+""")
+
+
+def test_a_metastore_another_process_holds_fails_the_plan_with_one_line_naming_catalog_table_and_cause(
+        tmp_path: Path) -> None:
+    """Issue 37 item 1: a Derby metastore held by a running process (a `dbt run`) made the table a skip
+    `unsupported` and the plan exit 0. It is an error: one line naming the catalog, the table and the cause,
+    exit 1. The plan also says that it starts Spark, before the JVM starts (item 5)."""
+    if shutil.which("java") is None:
+        pytest.skip("no Java on PATH (.ci/run installs openjdk-17-jre-headless)")
+    metastore, warehouse = tmp_path / "metastore_db", tmp_path / "warehouse"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(metastore), str(warehouse)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "COMPACTOR_SPARK_LOG": str(tmp_path / "holder.log")})
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding", holder.stderr.read()
+        proj = tmp_path / "proj"
+        (proj / "policies").mkdir(parents=True)
+        (proj / "compactor.yml").write_text("name: lake\nprofile: lake\n")
+        (proj / "profiles.yml").write_text(
+            "lake:\n  target: dev\n  outputs:\n    dev:\n      engine: local\n"
+            "      spark: {master: 'local[1]', delta_jars: false}\n"
+            f"      catalogs:\n        meta: {{type: hive, metastore_db: '{metastore}', warehouse: '{warehouse}'}}\n")
+        (proj / "policies" / "events.yml").write_text(
+            "version: 1\ntables:\n  - name: events\n    catalog: {name: meta, namespace: analytics}\n")
+        r = _cli("plan", project=proj)
+    finally:
+        holder.communicate(input="", timeout=120)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    errors = [line.strip() for line in r.stdout.splitlines() if line.strip().startswith("error:")]
+    assert errors == [f"error: catalog 'meta' (hive): cannot read table 'analytics.events': the Derby metastore "
+                      f"{metastore} is in use by another process (a running `dbt run` or Spark session?): embedded "
+                      "Derby admits one process at a time; wait for it to end, or serve the metastore "
+                      "(metastore_uris)"], r.stdout
+    assert "unsupported" not in r.stdout and "1 error" in r.stdout, r.stdout
+    assert r.stderr.startswith("starting Spark (local[1]) for catalog 'meta' (hive) ..."), r.stderr
+    assert "Traceback" not in r.stderr and "WARN" not in r.stderr, r.stderr

@@ -122,9 +122,9 @@ def test_plan_then_apply_the_plan_file(tmp_path: Path) -> None:
     assert results["totals"]["succeeded"] == 3
     r = cli("plan", "--project-dir", str(p), "--detailed-exitcode")
     assert r.returncode == 0  # nothing left to do
-    # a stale plan: applying the same plan again finds its inputs gone
+    # the same plan again: refused, as Terraform refuses a saved plan once applied (issue 37 item 3)
     r = cli("apply", str(plan_file), "--project-dir", str(p), "--format", "json")
-    assert r.returncode == 0 and {x["status"] for x in json.loads(r.stdout)["results"]} == {"stale"}
+    assert r.returncode == 2 and f"this plan was applied by run {results['run_id']}" in r.stderr, r.stderr
 
 
 def test_apply_auto_approve(tmp_path: Path) -> None:

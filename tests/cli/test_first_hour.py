@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.apply.helpers import exactly_once, make_table
 from tests.cli.test_cli import cli, project
 
@@ -109,21 +111,43 @@ def test_item_11_a_converged_table_with_vacuum_enabled_plans_no_change(tmp_path:
     assert table["actions"] == [] and any(s["reason"] == "nothing_to_vacuum" for s in table["skipped"])
 
 
-def _as_nobody() -> list[str]:
-    """Run as an unprivileged user: root reads every folder whatever its permissions."""
+#: the capabilities by which root reads and enters every folder whatever its permissions
+DAC_CAPABILITIES = "-dac_override,-dac_read_search"
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix under which folder permissions hold. Not root: none. Root: root itself without the
+    two capabilities that let it read any folder (setpriv's bounding set), so the interpreter and the
+    checkout stay reachable wherever they live (a checkout under /root or a `mktemp -d` folder, which only
+    their owner may enter). Where those capabilities cannot be dropped, the unprivileged user 65534, once it
+    is known to run this interpreter and import compactor; otherwise the test skips, saying why."""
     import shutil
 
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
-    assert setpriv, "setpriv (util-linux) is needed to drop root for this test"
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if setpriv is None:
+        pytest.skip("running as root and setpriv (util-linux) is missing: nothing can drop root's right to read "
+                    "every folder, so an unreadable folder cannot be made")
+    dropped = [setpriv, f"--bounding-set={DAC_CAPABILITIES}"]
+    probe = subprocess.run([*dropped, sys.executable, "-c", "import compactor"], capture_output=True, text=True)
+    if probe.returncode == 0:
+        return dropped
+    nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe2 = subprocess.run([*nobody, sys.executable, "-c", "import compactor"], capture_output=True, text=True)
+    if probe2.returncode != 0:
+        pytest.skip(f"running as root, root's read-any-folder capabilities cannot be dropped here "
+                    f"({(probe.stderr.strip().splitlines() or ['?'])[-1]}), and user 65534 cannot run "
+                    f"{sys.executable} with compactor ({(probe2.stderr.strip().splitlines() or ['?'])[-1]}): "
+                    "the checkout or its virtualenv lies under a folder only its owner may enter")
+    return nobody
 
 
 def test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables() -> None:
     import shutil
     import tempfile
 
+    prefix = _unprivileged()
     root = Path(tempfile.mkdtemp(prefix="compactor-perm-"))  # readable by the unprivileged user
     os.chmod(root, 0o755)
     proj = project(root / "proj", _policy(("t", root / "lake" / "t")))
@@ -133,7 +157,7 @@ def test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables() -> Non
     os.chmod(sub, 0o000)
     try:
         for args in (("validate",), ("plan",)):
-            r = subprocess.run([*_as_nobody(), sys.executable, "-m", "compactor", *args, "--project-dir", str(proj)],
+            r = subprocess.run([*prefix, sys.executable, "-m", "compactor", *args, "--project-dir", str(proj)],
                                cwd=REPO, capture_output=True, text=True,
                                env={**os.environ, "HOME": str(root)})
             assert r.returncode == 2, r.stdout + r.stderr
@@ -142,6 +166,27 @@ def test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables() -> Non
     finally:
         os.chmod(sub, 0o755)
         shutil.rmtree(root)
+
+
+def test_item_4_runs_wherever_the_checkout_lives(tmp_path: Path) -> None:
+    """Issue 37 item 15: the test above drops root's right to read every folder. Run from an interpreter
+    under a folder only its owner may enter (as a checkout under /root, or made in a `mktemp -d` folder,
+    is), it still passes: it never ran that interpreter as another user who cannot reach it."""
+    import site
+
+    if os.geteuid() != 0:
+        pytest.skip("only a run as root drops privileges for the test above")
+    owner_only = tmp_path / "home"
+    owner_only.mkdir(mode=0o700)
+    venv = owner_only / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site_dir,) = (venv / "lib").glob("python*/site-packages")
+    (site_dir / "checkout.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in site.getsitepackages()) + "\n")
+    test = f"{Path(__file__).relative_to(REPO)}::test_item_4_an_unreadable_policy_folder_is_an_error_not_zero_tables"
+    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", test],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-3000:] + r.stderr[-2000:]
 
 
 def test_item_9_the_printed_next_step_works_as_printed(tmp_path: Path) -> None:
@@ -223,14 +268,15 @@ def test_item_8_and_10_inspect_reports_the_planners_decision_for_a_project_table
     proj = project(tmp_path / "proj", _policy(("events", t)))
     before = cli("inspect", "events", "--project-dir", str(proj))
     assert before.returncode == 0, before.stdout + before.stderr
-    assert "the policy's plan: compact x3" in before.stdout, before.stdout
+    assert "the plan: compact x3" in before.stdout, before.stdout
     assert cli("apply", "--project-dir", str(proj), "--auto-approve").returncode == 0
     plan = json.loads(cli("plan", "--project-dir", str(proj), "--format", "json").stdout)
     reasons = sorted(s["reason"] for s in plan["tables"][0]["skipped"])
     for args in (("events",), (str(t), "--table", "events")):
         after = cli("inspect", *args, "--project-dir", str(proj))
         assert after.returncode == 0, after.stdout + after.stderr
-        assert f"no change (already_compact x{reasons.count('already_compact')})" in after.stdout, after.stdout
+        assert "the plan: no change" in after.stdout, after.stdout
+        assert f"skipped already_compact x{reasons.count('already_compact')} " in after.stdout, after.stdout
         assert "are small: compact them" not in after.stdout
     old = cli("inspect", str(t), "--policy-project", str(proj), "--table", "events")
     assert old.returncode == 0 and "deprecated" in old.stderr

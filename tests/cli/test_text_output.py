@@ -55,7 +55,7 @@ def test_validate_summary_counts_nouns(tmp_path: Path) -> None:
     p = project(tmp_path, "version: 1\ntables:\n  - name: a\n    path: /x\n")
     r = cli("validate", "--project-dir", str(p))
     assert r.returncode == 0
-    assert r.stdout.endswith("OK: 1 file, 1 table, 0 errors, 0 warnings\n"), r.stdout
+    assert r.stdout.endswith("OK: 1 policy file; 1 table by path; 0 errors, 0 warnings\n"), r.stdout
 
 
 def test_error_and_hint_end_with_a_newline(tmp_path: Path) -> None:

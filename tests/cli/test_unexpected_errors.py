@@ -135,7 +135,8 @@ def test_a_torn_input_file_is_named(tmp_path: Path) -> None:
     good = victim.read_bytes()
     victim.write_bytes(good[: len(good) // 2])
     r = cli("apply", str(plan_file), "--project-dir", str(p), "--fail-fast")
-    assert r.returncode == 1 and victim.name in r.stdout, r.stdout + r.stderr
+    # named by the progress, not again by the summary (issue 37 item 3: each line once)
+    assert r.returncode == 1 and victim.name in r.stderr and victim.name not in r.stdout, r.stdout + r.stderr
     _no_traceback(r)
     victim.write_bytes(good)
     exactly_once(t, n)

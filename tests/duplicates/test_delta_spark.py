@@ -1,8 +1,9 @@
 """A real delta-spark OPTIMIZE racing a compactor apply on the same partition, both orders (issue #11,
 item 4). Measured: delta-spark's conflict checker refuses OPTIMIZE when compactor committed first
 (ConcurrentDeleteReadException: a concurrent WRITE deleted data it read); when OPTIMIZE commits first,
-compactor's re-check makes its action stale, or, inside the window the re-check cannot close, delta-rs
-lets compactor's commit land and the post-commit guard reverts it. Every row is live exactly once."""
+compactor's re-check makes its action stale, and inside the window the re-check cannot close its own commit
+does (it is written only at a version it checked); where delta-rs writes compactor's commit, delta-rs lets it
+land and the post-commit guard reverts it. Every row is live exactly once."""
 
 from __future__ import annotations
 
@@ -120,10 +121,10 @@ def test_optimize_committing_before_compactor_makes_compactor_stale(tmp_path: Pa
     exactly_once(t, n)
 
 
-def test_optimize_committing_inside_compactors_commit_window_is_reverted(tmp_path: Path, delta_spark,
-                                                                        monkeypatch) -> None:
-    """OPTIMIZE lands after compactor's last re-check: delta-rs does not refuse compactor's commit (it
-    removes files OPTIMIZE removed), so the post-commit guard reverts compactor's commit at once."""
+def test_optimize_committing_inside_compactors_commit_window_makes_compactor_stale(tmp_path: Path, delta_spark,
+                                                                                  monkeypatch) -> None:
+    """OPTIMIZE lands after compactor's last re-check: compactor writes its commit only at a version it has
+    checked (formats/delta/log_writer.py), finds OPTIMIZE's removes there and commits nothing."""
     t = tmp_path / "t"
     n = _table(t)
     v0 = int(detect(TableLocation(str(t))).version)
@@ -135,6 +136,32 @@ def test_optimize_committing_inside_compactors_commit_window_is_reverted(tmp_pat
         return found
 
     monkeypatch.setattr(commit_mod, "removed_since", recheck_then_optimize)
+    run = apply_plan(plan_for(t), target=Target(), watch_s=0)
+    (r,) = run.results
+    assert r.status == "stale" and "this commit removes" in r.error, r.error
+    assert _operations(t, v0) == ["OPTIMIZE"]
+    exactly_once(t, n)
+
+
+def test_optimize_committing_inside_delta_rs_commit_window_is_reverted(tmp_path: Path, delta_spark,
+                                                                      monkeypatch) -> None:
+    """Where delta-rs writes compactor's commit (a locking provider, a writer feature compactor's log writer
+    does not know), it does not refuse compactor's commit (it removes files OPTIMIZE removed), so the
+    post-commit guard reverts compactor's commit at once."""
+    from compactor.formats.delta import log_writer
+
+    t = tmp_path / "t"
+    n = _table(t)
+    v0 = int(detect(TableLocation(str(t))).version)
+    recheck = commit_mod.removed_since
+
+    def recheck_then_optimize(*args, **kwargs):
+        found = recheck(*args, **kwargs)
+        _optimize(delta_spark, t)
+        return found
+
+    monkeypatch.setattr(commit_mod, "removed_since", recheck_then_optimize)
+    monkeypatch.setattr(log_writer, "writes_directly", lambda dt, where: False)
     run = apply_plan(plan_for(t), target=Target(), watch_s=0)
     (r,) = run.results
     assert r.status == "success" and r.details.repaired.conflicting_versions == [v0 + 1]

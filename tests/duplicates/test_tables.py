@@ -188,9 +188,14 @@ def test_three_compactions_of_the_same_files_converge_in_one_repair(tmp_path: Pa
 
 
 def test_two_repairs_racing_converge(tmp_path: Path, monkeypatch) -> None:
-    """Two repairs planned on the same snapshot both commit (the second removes files already removed and
-    re-adds files already live): no new duplicate, nothing lost."""
+    """Two repairs planned on the same snapshot: the second finds the first's commit at the version it would
+    take, removing the same files, and commits nothing (StalePlanError; formats/delta/log_writer.py): no
+    new duplicate, nothing lost. (Through delta-rs both committed, the second removing files already
+    removed and re-adding files already live, and converged too.)"""
+    import pytest
+
     import compactor.formats.delta.repair as rep
+    from compactor.errors import StalePlanError
 
     t = tmp_path / "t"
     n = make_table(t, partitions=1, appends=6, rows=10)
@@ -210,7 +215,8 @@ def test_two_repairs_racing_converge(tmp_path: Path, monkeypatch) -> None:
         return real(*args, **kwargs)
 
     monkeypatch.setattr(rep, "_touched_since", race_once)
-    repair(TableLocation(str(t)))
+    with pytest.raises(StalePlanError, match="this commit removes"):
+        repair(TableLocation(str(t)))
     exactly_once(t, n)
     monkeypatch.setattr(rep, "_touched_since", real)
     assert repair(TableLocation(str(t))).status == "clean"

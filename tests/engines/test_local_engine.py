@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.run import partition_filters
-from compactor.formats.delta.state import vacuum_candidates
+from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     Action,
@@ -246,7 +246,7 @@ def test_batched_local_inputs_give_what_file_by_file_reads_give(tmp_path: Path, 
         inputs.append(str(path))
     job = BinJob(tuple(inputs), str(tmp_path / "out.parquet"), str(tmp_path / "_staging"))
     engine = local.LocalEngine(threads=1)
-    expected = [engine._read(x, schema) for x in inputs]
+    expected = [engine._read(x, schema, job) for x in inputs]
     for files, size in ((16, 16 << 20), (5, 16 << 20), (16, 1), (1, 16 << 20)):
         monkeypatch.setattr(local, "BATCH_FILES", files)
         monkeypatch.setattr(local, "BATCH_BYTES", size)

@@ -144,10 +144,11 @@ def _check_compacted(remote: Any, tables: Path, plan: dict[str, Any], run: dict[
         assert methods == {"native OPTIMIZE" if METHODS[name] == "optimize" else "rewrite"}, (name, methods)
         infos = _commit_infos(path, versions[name])
         assert infos, name
-        for info in infos:  # compactor's commits: delta-rs' with its run id, OPTIMIZE's with its metadata
+        for info in infos:  # compactor's commits: its own with its run id, delta-spark's OPTIMIZE with its metadata
             marked = info.get("compactor.run_id") or json.loads(info.get("userMetadata") or "{}").get("compactor.run_id")
             assert marked == run["run_id"], (name, info)
-            assert (info.get("operation") == "OPTIMIZE") == (METHODS[name] == "optimize"), (name, info)
+            assert info.get("operation") == "OPTIMIZE", (name, info)  # both recorded as delta-spark records it
+            assert str(info.get("engineInfo")).startswith("compactor/") == (METHODS[name] != "optimize"), (name, info)
 
 
 def test_apply_through_spark_connect_compacts_exactly_and_a_second_apply_starts_no_jvm(

@@ -30,7 +30,9 @@ import pytest
 from compactor.formats.delta import duplicate_facts, newest_duplicate_facts
 from compactor.formats.delta.detection import read_window
 from compactor.formats.delta.duplicates import _analyse
+from compactor.formats.delta.log_replay import replay
 from compactor.formats.delta.repair import detect
+from compactor.formats.delta.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
@@ -69,10 +71,14 @@ def _settle(h: History) -> str:
 
 
 def _replays_agree(table: Path) -> None:
-    """The bulk-append replay and the add-by-add one find the same lineage in the whole log."""
+    """The bulk-append replay and the add-by-add one find the same lineage in the whole log, and the deletion
+    gate's replay the same live files as delta-rs."""
     loc = TableLocation(str(table))
     from deltalake import DeltaTable
 
+    # the deletion gate's replay of the log (formats/delta/log_replay.py) finds the live files delta-rs finds
+    assert {key[0] for key in replay(loc).live} == set(read_delta_state(loc).paths), \
+        "compactor's log replay and delta-rs disagree on the live files"
     commits = read_window(loc, until=DeltaTable(str(table)).version(), horizon=1 << 20)
     bulk, reference = _analyse(commits), _analyse(commits, bulk_appends=False)
     assert bulk == reference, "the bulk-append replay differs from the add-by-add replay"

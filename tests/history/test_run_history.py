@@ -79,7 +79,7 @@ def test_history_command_text_json_and_options(tmp_path: Path) -> None:
     r = cli.invoke(history_command, ["--project-dir", str(p)], env={"COLUMNS": "200"})
     assert r.exit_code == 0 and "2 run(s)" in r.output and "4 -> 1" in r.output
     row = next(line for line in r.output.splitlines() if "20260101T000002Z-2" in line)
-    assert row.rstrip(" │").endswith("1")  # the failed action is counted
+    assert row.rstrip(" │").endswith("failed (1)")  # the failed action is counted
     r = cli.invoke(history_command, ["--project-dir", str(p), "--last", "0"])
     assert r.exit_code == 2 and "--last" in r.output
     r = cli.invoke(history_command, ["--project-dir", str(tmp_path / "missing")])

@@ -1,5 +1,6 @@
 """What a delta-spark reader sees after each kind of compactor commit: compactor's own rewrite committed
-by delta-rs (local engine; spark engine with ``method: rewrite``) and delta-spark's native OPTIMIZE.
+by compactor's log writer as delta-spark records an OPTIMIZE (local engine; spark engine with ``method:
+rewrite``) and delta-spark's native OPTIMIZE.
 
 On a Spark-written table, for each kind:
 (a) delta-spark reads the same rows (as a multiset);
@@ -36,8 +37,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.delta_jars, pytest.mark.slow]
 SPARK = Target(engine="spark")
 #: commit kind -> (engine, compaction.method, the operation DESCRIBE HISTORY shows)
 KINDS = {
-    "local": ("local", "auto", "WRITE"),
-    "spark-rewrite": ("spark", "rewrite", "WRITE"),
+    "local": ("local", "auto", "OPTIMIZE"),
+    "spark-rewrite": ("spark", "rewrite", "OPTIMIZE"),
     "native": ("spark", "optimize", "OPTIMIZE"),
 }
 

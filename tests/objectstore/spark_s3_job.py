@@ -122,7 +122,7 @@ def main(workdir: str, base: str, so_json: str) -> None:
     from deltalake import DeltaTable
 
     from compactor.engines.spark_session import delta_sql_enabled
-    from compactor.formats.delta.state import vacuum_candidates
+    from compactor.formats.delta.vacuum_listing import vacuum_candidates
 
     obs["delta_sql"] = delta_sql_enabled(spark)
     from tests.apply.helpers import listed_vacuum, one_action_plan

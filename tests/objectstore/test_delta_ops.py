@@ -14,7 +14,7 @@ from compactor.engines.local import LocalEngine
 from compactor.errors import TableReadError
 from compactor.formats import get_format
 from compactor.formats.delta.log import commits_after, read_commit
-from compactor.formats.delta.state import vacuum_candidates
+from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.formats.discover import discover_tables
 from compactor.models.table import TableLocation
 from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntry, pending_journals
@@ -285,13 +285,13 @@ def test_a_folder_marker_is_no_file_to_vacuum(s3_server):
 
 
 def test_folder_markers_are_no_files_in_a_whole_table_listing(s3_server):
-    """Past _FOLDER_LISTINGS folders ``stored_objects`` lists the whole table once: a marker is told from
-    a file there too (an empty object whose name is a folder of other objects)."""
+    """Past _FOLDER_LISTINGS folders ``present`` lists the whole table once (as the vacuum listing always
+    does): a marker is told from a file there too (an empty object whose name is a folder of other objects)."""
     import uuid
 
     import boto3
 
-    from compactor.formats.delta.state import _FOLDER_LISTINGS, stored_objects
+    from compactor.formats.delta.vacuum_listing import _FOLDER_LISTINGS, present
 
     uri, so = s3_server.uri(f"markers-{uuid.uuid4().hex[:8]}"), s3_server.storage_options
     s3 = boto3.client("s3", endpoint_url=so["AWS_ENDPOINT_URL"], region_name=so["AWS_REGION"],
@@ -303,5 +303,7 @@ def test_folder_markers_are_no_files_in_a_whole_table_listing(s3_server):
         s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/{f}/a.parquet", Body=b"x")
     s3.put_object(Bucket=s3_server.bucket, Key=f"{prefix}/empty", Body=b"")  # an empty file, no folder
     asked = tuple(folders) + tuple(f"{f}/a.parquet" for f in folders) + ("empty",)
-    found = stored_objects(asked, TableLocation(uri, so))
+    found = present(asked, TableLocation(uri, so))
     assert set(found) == {f"{f}/a.parquet" for f in folders} | {"empty"}
+    # and in the listing of a folder at a time (a few folders): the markers p=0..p=2 are no files
+    assert present(asked[:3] + ("p=0/a.parquet", "empty"), TableLocation(uri, so)) == ("empty", "p=0/a.parquet")

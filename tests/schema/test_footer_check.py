@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from compactor.engines.base import BinJob
+from compactor.engines.base import BinJob, IgnoredColumn
 from compactor.engines.footer_check import column_problem
 from compactor.engines.local import LocalEngine
 from compactor.errors import VerificationError
@@ -70,3 +70,51 @@ def test_the_spark_engine_refuses_a_file_that_predates_a_rename(tmp_path: Path, 
     job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
     with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):
         SparkEngine(Target(engine="spark")).rewrite([job], schema)
+
+
+CHANGE_DATA = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
+
+
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_change_data_bookkeeping_columns_are_dropped_once_the_footer_proves_them_empty(tmp_path: Path, engine: str,
+                                                                                        request) -> None:
+    """delta-spark's MERGE with change data feed on writes ``_change_type`` (null) and ``__is_cdc`` (false)
+    into data files; readers ignore them, and so does the rewrite once each file's footer proves it."""
+    a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64()),
+                                                 "_change_type": pa.nulls(2, pa.string()),
+                                                 "__is_cdc": pa.array([False, False])}))
+    b = _write(tmp_path / "b.parquet", pa.table({"id": pa.array([3], pa.int64())}))
+    schema = pa.schema([("id", pa.int64())])
+    job = BinJob((a, b), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    eng = LocalEngine() if engine == "local" else _spark_engine(request)
+    (w,) = eng.rewrite([job], schema)
+    out = pq.read_table(w.location)
+    assert out.schema.names == ["id"] and out.column("id").to_pylist() == [1, 2, 3] and w.rows == w.rows_in == 3
+
+
+def _spark_engine(request):
+    request.getfixturevalue("spark")
+    from compactor.engines.spark import SparkEngine
+    from compactor.project.model import Target
+
+    return SparkEngine(Target(engine="spark"))
+
+
+@pytest.mark.parametrize(("columns", "why"), [
+    ({"_change_type": pa.array(["insert", None])}, "holds 'insert'..'insert', not only null"),
+    ({"__is_cdc": pa.array([False, True])}, "holds False..True, not only False"),
+])
+def test_a_bookkeeping_column_holding_data_is_refused(tmp_path: Path, columns, why: str) -> None:
+    a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64()), **columns}))
+    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    with pytest.raises(VerificationError, match=why.replace("(", r"\(").replace(".", r"\.")):
+        LocalEngine().rewrite([job], pa.schema([("id", pa.int64())]))
+
+
+def test_a_bookkeeping_column_without_statistics_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "_change_type": pa.nulls(1, pa.string())}), path,
+                   write_statistics=False)
+    job = BinJob((str(path),), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    with pytest.raises(VerificationError, match="no statistics to prove"):
+        LocalEngine().rewrite([job], pa.schema([("id", pa.int64())]))

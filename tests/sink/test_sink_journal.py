@@ -217,7 +217,17 @@ def test_the_journal_keeps_its_format_for_entries_without_inputs(tmp_path: Path)
     entry = JournalEntry("r", "c", str(t), None, outputs=["y.parquet"], inputs=["z.parquet"], ended_at=time.time())
     journal.adopt(str(t), entry)
     (t / "y.parquet").write_bytes(b"y")
-    assert journal.recover(str(t), lambda _v: set()) == [] and (t / "y.parquet").exists()
+    assert journal.recover(str(t), lambda: _Listed(set())) == [] and (t / "y.parquet").exists()
     retired: list[list[str]] = []
-    assert journal.recover(str(t), lambda _v: {"y.parquet"}, retire=retired.append) == []
+    assert journal.recover(str(t), lambda: _Listed({"y.parquet"}), retire=retired.append) == []
     assert retired == [["z.parquet"]] and not pending_journals(str(t))
+
+
+class _Listed:
+    """A deletion gate (runtime/deletion.py) that keeps exactly ``paths``: what a format's log would list."""
+
+    def __init__(self, paths: set[str]) -> None:
+        self.paths = paths
+
+    def kept(self, files, folders=()):
+        return {f: "listed" for f in files if f in self.paths}

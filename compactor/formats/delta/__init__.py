@@ -106,7 +106,8 @@ class DeltaFormat:
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
         from compactor.formats.delta.session import DeltaSession
-        from compactor.formats.delta.state import read_delta_state, vacuum_candidates
+        from compactor.formats.delta.state import read_delta_state
+        from compactor.formats.delta.vacuum_listing import vacuum_candidates
         from compactor.planning.retention import vacuum_retention_hours
 
         planning = policy is not None and policy.enabled and session is None
@@ -160,11 +161,11 @@ class DeltaFormat:
         return run_group(actions, ctx)
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
-        from compactor.formats.delta.run import referenced_paths
+        from compactor.formats.delta.references import references
         from compactor.runtime.journal import recover
 
-        return recover(table.uri, lambda since: referenced_paths(table, since),
-                       grace_s=grace_s, storage_options=table.storage_options)
+        # every file the log references now, every tombstone counted (no retention: that is VACUUM's)
+        return recover(table.uri, lambda: references(table), grace_s=grace_s, storage_options=table.storage_options)
 
     def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession

@@ -1,10 +1,13 @@
-"""The one commit path for compactor's Delta rewrites: a dataChange=false swap through delta-rs.
+"""The one commit path for compactor's Delta rewrites: a dataChange=false swap, written to the log as
+delta-spark records an OPTIMIZE (formats/delta/log_writer.py; through delta-rs where compactor cannot write
+the commit itself).
 
 Right before committing, the commits since the read version are read (only those, never a log replay):
 if any of them removed a file this swap removes, the swap is stale and nothing is committed. The commit
 carries compactor's metadata (run id, action marker), by which it is found again afterwards.
 
-Paths given here are logical (decoded): delta-rs' create_write_transaction encodes them for the log.
+Paths given here are logical (decoded): the log writer encodes them as delta-rs' create_write_transaction
+does (log_writer.log_path), so a remove names its add exactly.
 Partition values are strings in the Delta protocol's serialisation (formats/delta/state.py).
 """
 
@@ -52,7 +55,8 @@ def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
     """delta-rs CommitProperties carrying compactor's metadata twice: as top-level commitInfo keys (what
     delta-rs and compactor's own log reader see) and as ``userMetadata``, a JSON string, which is the
     one field of commitInfo that delta-spark's ``DESCRIBE HISTORY`` shows besides its own (measured:
-    custom top-level keys are dropped by delta-spark's CommitInfo, so Spark users saw a bare WRITE/Append)."""
+    custom top-level keys are dropped by delta-spark's CommitInfo). Only for commits delta-rs writes
+    (formats/delta/log_writer.py's fallback), which `DESCRIBE HISTORY` shows as WRITE/Append."""
     import json
 
     from deltalake.transaction import CommitProperties
@@ -125,12 +129,16 @@ def find_commit(table: TableLocation, after_version: int, marker: str, timeout_s
 
 def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
-                fence: Callable[[], None] | None = None) -> Commit:
-    """One dataChange=false commit: add ``added``, remove ``removed``. ``table`` is a DeltaTable handle of
-    the table (at ``read_version`` or later), ``where`` its location. Right before it, in this order
-    (docs/safety.md): no input removed since ``read_version``, no metaData or protocol change since, every
-    added file on storage, the lease still held (``fence``). Returns the commit as written."""
+                fence: Callable[[], None] | None = None, partitions: Sequence[Mapping[str, str | None]] = (),
+                z_order_by: Sequence[str] = ()) -> Commit:
+    """One dataChange=false commit: add ``added``, remove ``removed``, recorded as an OPTIMIZE of
+    ``partitions`` (formats/delta/log_writer.py). ``table`` is a DeltaTable handle of the table (at
+    ``read_version`` or later), ``where`` its location. Right before it, in this order (docs/safety.md): no
+    input removed since ``read_version``, no metaData or protocol change since, every added file on storage,
+    the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
+
+    from compactor.formats.delta.log_writer import add_action, optimize, remove_action, write_commit
 
     gone = removed_since(where, read_version, [r.path for r in removed])
     if gone:
@@ -146,11 +154,19 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
         fence()
     crash_point("delta.before_commit")
     now = int(time.time() * 1000)
-    actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
-    actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
-    table.create_write_transaction(actions, mode="append", schema=table.schema(),
-                                   partition_by=list(table.metadata().partition_columns),
-                                   commit_properties=commit_properties(commit_metadata))
+
+    def through_delta_rs() -> None:
+        actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
+        actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
+        table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                       partition_by=list(table.metadata().partition_columns),
+                                       commit_properties=commit_properties(commit_metadata))
+
+    write_commit(table, where, read_version,
+                 [*(remove_action(r.path, r.size, r.partition_values, now) for r in removed),
+                  *(add_action(f.path, f.size, f.partition_values, f.stats, now) for f in added)],
+                 optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by),
+                 commit_metadata, fallback=through_delta_rs)
     own = find_commit(where, read_version, commit_metadata[MARKER])
     if own is None:
         raise ApplyError(f"committed, but could not find compactor's commit (marker {commit_metadata[MARKER]}) "
@@ -194,6 +210,17 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     meta = {**commit_metadata, MARKER: marker, "compactor.repair_of": str(own.version),
             "compactor.revert_of": str(own.version)}
     table.update_incremental()
-    table.create_write_transaction(actions, mode="append", schema=table.schema(),
-                                   partition_by=list(table.metadata().partition_columns),
-                                   commit_properties=commit_properties(meta))
+
+    def through_delta_rs() -> None:
+        table.create_write_transaction(actions, mode="append", schema=table.schema(),
+                                       partition_by=list(table.metadata().partition_columns),
+                                       commit_properties=commit_properties(meta))
+
+    from compactor.formats.delta.log_writer import add_action, remove_action, repair, write_commit
+
+    restore = [add_action(a.path, a.size, a.partition_values, a.stats, now) for a in actions
+               if isinstance(a, AddAction)]
+    write_commit(table, where, table.version(),
+                 [*(remove_action(f.path, f.size, f.partition_values, now) for f in added), *restore],
+                 repair([f.size for f in added], [r.size for r in removed], versions=[own.version], reverts=True),
+                 meta, fallback=through_delta_rs)

@@ -97,6 +97,8 @@ class Commit:
     metadata_action: dict[str, Any] | None = None
     #: the commit's ``protocol`` action, if it has one (RESTORE and feature upgrades write one)
     protocol_action: dict[str, Any] | None = None
+    #: the decoded paths of its ``cdc`` actions (change data files, for change data feed readers)
+    cdc: list[str] = field(default_factory=list)
 
     @property
     def changes_table(self) -> bool:
@@ -161,6 +163,8 @@ def _parse(version: int, text: str) -> Commit:
             c.metadata_action = obj["metaData"]
         elif "protocol" in obj:
             c.protocol_action = obj["protocol"]
+        elif "cdc" in obj:
+            c.cdc.append(unquote(obj["cdc"]["path"]))
     return c
 
 

@@ -1,5 +1,5 @@
-"""Table maintenance: VACUUM (delta-spark when its SQL is available, else delta-rs' dry run and compactor's own
-delete of what it listed) and table properties."""
+"""Table maintenance: VACUUM (compactor's own listing and gate; delta-spark's VACUUM when its SQL is available,
+else compactor's own delete of what it listed) and table properties."""
 
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
-from compactor.formats.delta.log import commits_after
-from compactor.formats.delta.state import present, stored_names, stored_objects, vacuum_listing
+from compactor.formats.delta.vacuum_listing import VacuumListing, present, stored_names, vacuum_listing
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
     SetPropertiesAction,
     VacuumAction,
 )
 from compactor.planning.retention import DELETED, parse_interval
+from compactor.runtime.deletion import Deletion, delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.storage import storage_for
 
@@ -28,13 +28,14 @@ log = logging.getLogger(__name__)
 
 
 def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
-    """VACUUM the table at the plan's retention: the files it would delete are listed (a dry run), and
-    only listed files are deleted. With ``dry_run_first`` (the default) nothing is deleted unless every
-    listed file is in the reviewed plan's list (``unreviewed``). delta-spark's VACUUM is given the listed
-    files as its inventory; without it, compactor deletes them itself (``_delete_listed``)."""
-    dt = handle(ctx)
+    """VACUUM the table at the plan's retention. The files it may delete are listed by compactor's own rule
+    (formats/delta/references.py: its replay of the log and one listing of the table), and only listed files
+    are deleted, each proved unreferenced again right before the delete (the gate, runtime/deletion.py). With
+    ``dry_run_first`` (the default) nothing is deleted unless every listed file is in the reviewed plan's list
+    (``unreviewed``). delta-spark's VACUUM, where it runs, is given as its inventory only the files its own
+    dry run names that the gate passes; without it, compactor deletes them itself (``_delete_listed``)."""
     hours = int(action.retention_hours)
-    # the state, not the handle: in a dry run, a set_properties planned before this action has not run
+    # the state, not the table: in a dry run, a set_properties planned before this action has not run
     _refuse_below_table_retention(hours, ctx.state.properties.get(DELETED))
     if action.dry_run_first and action.files is None:
         raise ApplyError("retention.vacuum.dry_run_first is on, but the plan does not list the files this VACUUM "
@@ -42,38 +43,37 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
                          hint="re-run `compactor plan`, or set retention.vacuum.dry_run_first: false to vacuum "
                               "without a reviewed list")
     engine: Any = ctx.engine() if ctx.target.engine == "spark" else None
+    listing = vacuum_listing(ctx.location, hours)
     if isinstance(engine, SqlEngine) and engine.delta_sql_available() \
             and engine.native_commits_safe(ctx.table.path):
-        return _vacuum_with_spark(action, ctx, engine, hours)
-    check_writable(ctx)
-    listed_at = dt.version()
-    # the retention was checked above against the (possibly simulated) table property
-    listed = vacuum_listing(dt, ctx.location, hours)
+        return _vacuum_with_spark(action, ctx, engine, hours, listing)
     if action.dry_run_first:
-        unreviewed("VACUUM would now delete", listed, action)
+        unreviewed("VACUUM would now delete", listing.files, action)
     crash_point("delta.vacuum_listed")
-    files = listed if ctx.dry_run else _delete_listed(ctx, hours, listed, listed_at)
-    return ActionOutcome(files_removed=0 if ctx.dry_run else len(files), version_before=ctx.state.version,
+    done = Deletion(deleted=listing.files) if ctx.dry_run else _delete_listed(ctx, hours, listing)
+    return _outcome(ctx, done)
+
+
+def _outcome(ctx: ActionContext, done: Deletion, engine: str | None = None) -> ActionOutcome:
+    if done.kept:
+        log.info("VACUUM kept %d listed file(s) the table references now (e.g. %s: %s)", len(done.kept),
+                 *next(iter(done.kept.items())))
+    kept = dict(sorted(done.kept.items())[:1000]) or None
+    return ActionOutcome(files_removed=0 if ctx.dry_run else len(done.deleted), version_before=ctx.state.version,
                          version_after=handle(ctx).version(),
-                         details=ActionDetails(dry_run=ctx.dry_run, files=sorted(files)[:1000], file_count=len(files)))
+                         details=ActionDetails(dry_run=ctx.dry_run, files=sorted(done.deleted)[:1000],
+                                               file_count=len(done.deleted), engine=engine, kept=kept))
 
 
-def _delete_listed(ctx: ActionContext, hours: int, listed: tuple[str, ...], listed_at: int) -> tuple[str, ...]:
-    """Delete the listed files, but none a commit after ``listed_at`` (the listing's snapshot) added or
-    removed: re-added (RESTORE, or a writer's file committed after it was written) it is live; removed again,
-    its tombstone is new. A VACUUM of delta-rs' own would list the table again as it deletes and take what
-    grew old enough since the listing, which nobody reviewed. Returns what was deleted."""
+def _delete_listed(ctx: ActionContext, hours: int, listing: VacuumListing) -> Deletion:
+    """Delete the listed files that the gate passes right before the delete: it reads the commits made since
+    the listing first (a RESTORE may have made a listed file live again, an optimize given one a new
+    tombstone) and keeps every file the table references then. A VACUUM of delta-rs' own would list the
+    table again as it deletes and take what grew old enough since the listing, which nobody reviewed."""
     fence(ctx)
     # the table's retention as stored now (delta-rs' VACUUM would check it): raised since the plan, refused
     _refuse_below_table_retention(hours, handle(ctx).metadata().configuration.get(DELETED))
-    wanted = set(listed)
-    touched = {p for c in commits_after(ctx.location, listed_at)
-               for p in wanted.intersection(c.adds.keys() | c.removes.keys())}
-    files = tuple(f for f in listed if f not in touched)
-    storage_for(ctx.location.uri, ctx.location.storage_options).delete_many(files)
-    if touched:
-        log.info("VACUUM kept %d listed file(s) a commit since the listing added or removed", len(touched))
-    return files
+    return delete_proved(storage_for(ctx.location.uri, ctx.location.storage_options), listing.gate, listing.files)
 
 
 def _refuse_below_table_retention(hours: int, declared: str | None) -> None:
@@ -85,33 +85,34 @@ def _refuse_below_table_retention(hours: int, declared: str | None) -> None:
                          hint="apply the set_properties action first or raise the policy's retention")
 
 
-def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngine, hours: int) -> ActionOutcome:
-    """delta-spark's VACUUM: its dry run lists the files (it names them only in a dry run), then the delete
-    considers exactly those (``USING INVENTORY``, with each one's size and modification time from
-    storage): it cannot take a file that grew old enough, or was removed, after the listing (delta-spark's
-    retention is whole hours, so no horizon could be kept by the retention alone). Delta still reads the
-    log at the delete and keeps any listed file a commit since references again. What it deleted: the
-    listed files no longer on storage after it."""
+def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngine, hours: int,
+                       listing: VacuumListing) -> ActionOutcome:
+    """delta-spark's VACUUM: its dry run names the files it would delete, and the gate judges each (a file
+    it keeps is named with the reason, never deleted); the delete then considers exactly the rest (``USING
+    INVENTORY``, with each one's size and modification time from compactor's listing): it cannot take a
+    file that grew old enough, or was removed, after the listing (delta-spark's retention is whole hours,
+    so no horizon could be kept by the retention alone). Delta still reads the log at the delete and keeps
+    any listed file a commit since references again. What it deleted: the files no longer on storage after
+    it."""
     path = engine.hadoop_path(ctx.table.path)
     names = stored_names(engine.vacuum_listing(path, hours), path)
-    on_store = stored_objects(tuple(names), ctx.location)  # a listed folder is no file to delete
-    candidates = tuple(sorted(on_store))
+    kept = dict(listing.gate.kept(tuple(names)))
+    for name in names:
+        if name not in kept and name not in listing.objects:
+            kept[name] = "not a file compactor's listing found deletable on storage"
+    candidates = tuple(sorted(n for n in names if n not in kept))
     if action.dry_run_first:
         unreviewed("VACUUM would now delete", candidates, action)
     crash_point("delta.vacuum_listed")
-    deleted = candidates
-    if not ctx.dry_run and candidates:
-        fence(ctx)
-        engine.vacuum_files(path, hours, [(names[f], on_store[f].size, on_store[f].mtime) for f in candidates])
-        kept = set(present(candidates, ctx.location))
-        deleted = tuple(f for f in candidates if f not in kept)
-        if kept:
-            log.info("VACUUM kept %d listed file(s): referenced again by a commit since the listing, or not old "
-                     "enough by the driver's clock", len(kept))
-    return ActionOutcome(files_removed=0 if ctx.dry_run else len(deleted), version_before=ctx.state.version,
-                         version_after=handle(ctx).version(),
-                         details=ActionDetails(dry_run=ctx.dry_run, files=list(deleted)[:1000],
-                                               file_count=len(deleted), engine="delta-spark"))
+    if ctx.dry_run or not candidates:
+        return _outcome(ctx, Deletion(deleted=candidates, kept=kept), "delta-spark")
+    fence(ctx)
+    on_store = listing.objects
+    engine.vacuum_files(path, hours, [(names[f], on_store[f].size, on_store[f].mtime) for f in candidates])
+    still = set(present(candidates, ctx.location))
+    kept.update({f: "delta-spark kept it: referenced again by a commit since the listing, or not old enough by "
+                    "the driver's clock" for f in still})
+    return _outcome(ctx, Deletion(deleted=tuple(f for f in candidates if f not in still), kept=kept), "delta-spark")
 
 
 def unreviewed(what: str, files: Sequence[str], action: VacuumAction) -> None:

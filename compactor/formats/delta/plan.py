@@ -13,6 +13,7 @@ from compactor.formats.delta.facts import delta_facts
 from compactor.formats.delta.support import native_possible, unsupported_reason
 from compactor.models.state import TableState
 from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
+from compactor.planning.explain import NATIVE_OPTIMIZE, NEEDS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.planning.retention import plan_retention
@@ -31,15 +32,16 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     base = TablePlan(
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
-        bytes_before=state.total_bytes, policy_source=str(policy.source),
+        bytes_before=state.total_bytes, policy_source=str(policy.source), table_id=state.table_id,
         duplicate_rewrite=delta_facts(state).duplicates.reports)
     if not policy.enabled:
         return replace(base, files_after=state.file_count,
                          skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
     c = policy.compaction
     reason = unsupported_reason(state, engine, c.method)
-    if reason:
-        return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
+    if reason:  # delta-spark's OPTIMIZE writes what delta-rs cannot (support.native_possible)
+        return replace(base, files_after=state.file_count,
+                       skipped=(Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_OPTIMIZE}, reason),))
     where = None
     if c.partitions.where:
         try:
@@ -136,9 +138,9 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
         for row in state.files.filter(mask).select(cols).to_pylist():
             key = tuple(row[c] for c in cols)
             by_partition[key] = by_partition.get(key, 0) + 1
-        skips += [Skip(SkipReason.UNSUPPORTED, dict(zip(state.partition_columns, key)) or None, {"files": n},
-                       f"{n} file(s) {why}: left alone; the spark engine's native OPTIMIZE "
-                       "(compaction.method: optimize) can compact them")
+        skips += [Skip(SkipReason.UNSUPPORTED, dict(zip(state.partition_columns, key)) or None,
+                       {"files": n, NEEDS: NATIVE_OPTIMIZE},
+                       f"{n} file(s) {why}, which compactor's own rewrite leaves alone")
                   for key, n in sorted(by_partition.items(), key=str)]
     bad = reasons[0][0]
     for mask, _ in reasons[1:]:

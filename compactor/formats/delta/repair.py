@@ -265,9 +265,14 @@ def execute(table: TableLocation, detection: Detection, *,
     if fence is not None:
         fence()
     crash_point("delta.repair_before_commit")
-    dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
-                                partition_by=list(dt.metadata().partition_columns),
-                                commit_properties=commit_properties(cm))
+
+    def through_delta_rs() -> None:
+        dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
+                                    partition_by=list(dt.metadata().partition_columns),
+                                    commit_properties=commit_properties(cm))
+
+    _commit(dt, table, int(detection.version or 0), actions, proposal, result.rows_deduplicated, now_ms, cm,
+            through_delta_rs)
     crash_point("delta.repair_after_commit")
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
@@ -279,6 +284,23 @@ def execute(table: TableLocation, detection: Detection, *,
     result.commits.append(own.version)
     result.version_after = own.version
     return result
+
+
+def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
+            extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None]) -> None:
+    """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/log_writer.py)."""
+    from deltalake.transaction import AddAction
+
+    from compactor.formats.delta.log_writer import add_action, remove_action, repair, write_commit
+
+    removes = [a for a in actions if not isinstance(a, AddAction)]
+    adds = [a for a in actions if isinstance(a, AddAction)]
+    write_commit(dt, table, read_version,
+                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms) for a in removes),
+                  *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms) for a in adds)],
+                 repair([a.size or 0 for a in removes], [a.size for a in adds], versions=list(proposal.anomalies),
+                        extra_rows=extra_rows),
+                 metadata, fallback=fallback)
 
 
 def repair(table: TableLocation, *, start: int | None = None, horizon: int = DEFAULT_HORIZON,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from compactor.engines.base import BinJob, RewriteEngine, WrittenFile
+from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile
 from compactor.errors import (
     ApplyError,
     CompactorError,
@@ -43,6 +43,7 @@ from compactor.formats.delta.context import (
     refuse_unrewritable,
 )
 from compactor.formats.delta.log import Commit
+from compactor.formats.delta.references import references
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.formats.delta.settle import check_commit, discard_uncommitted
 from compactor.models.results import ActionDetails, CommitReverted
@@ -51,12 +52,18 @@ from compactor.planning.actions import (
     RewriteAction,
     SortAction,
 )
+from compactor.runtime.deletion import delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
 from compactor.runtime.paths import join
 from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
+
+#: Delta's change data bookkeeping: delta-spark's MERGE, UPDATE and DELETE with change data feed on store
+#: these columns in the data files they write (``_change_type`` null and ``__is_cdc`` false in every row),
+#: and Delta's readers and OPTIMIZE leave them out; so does compactor, once each file's footer proves it
+CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
 
 
 def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
@@ -68,7 +75,7 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
         jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by,
-                           tuple(action.partition)))
+                           tuple(action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
     return jobs, outputs, staging
@@ -240,7 +247,8 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         keep = [f for k, f in enumerate(files) if k not in stale]
         own = commit_swap(dt, where, read_version=read_version, removed=[r for f in keep for r in f[0]],
                           added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
-                          fence=ctx.fence)
+                          fence=ctx.fence,
+                          partitions=[dict(a.partition) for k, a in enumerate(rewrites) if k not in stale])
     except _GroupNotCommitted as e:
         _end(prepared, where, read_version, marker, e)
         return list(e.members)
@@ -313,13 +321,12 @@ def _stale_members(table: TableLocation, read_version: int,
 
 def _drop_outputs(table: TableLocation,
                   files: Sequence[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]]) -> None:
-    """Delete the outputs of group members that stay out of the commit (the journal still names them)."""
+    """Delete the outputs of group members that stay out of the commit (the journal still names them),
+    through the deletion gate: one the log references (never, unless a commit landed after all) stays."""
     if not files:
         return
-    storage = storage_for(table.uri, table.storage_options)
-    for _, added, _ in files:
-        for n in added:
-            storage.delete(n.path)
+    delete_proved(storage_for(table.uri, table.storage_options), references(table),
+                  [n.path for _, added, _ in files for n in added])
 
 
 def after_commit(ctx: ActionContext, dt: Any, own: Commit, removed: Sequence[RemovedFile],

@@ -27,7 +27,6 @@ from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key,
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.rewrite import rewrite_group
-from compactor.formats.delta.settle import referenced_paths
 from compactor.formats.delta.support import unsupported_reason
 from compactor.planning.actions import (
     Action,
@@ -47,7 +46,7 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
 
         return run_repair(action, ctx)
     if isinstance(action, VacuumAction):
-        return vacuum(action, ctx)
+        return _recorded_vacuum(action, ctx)
     if isinstance(action, SetPropertiesAction):
         return set_properties(action, ctx)
     if not isinstance(action, RewriteAction):
@@ -71,6 +70,37 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     return result
 
 
+def _recorded_vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
+    """A VACUUM, in the table's history as delta-spark records its own: delta-spark's VACUUM writes its
+    VACUUM START and VACUUM END itself; where compactor deletes the listed files itself it writes them, once
+    the delete is done (START with the time it began, how many files it listed; END with how many it
+    deleted and from how many folders)."""
+    import time
+
+    from compactor.formats.delta.commit import MARKER
+    from compactor.formats.delta.context import handle
+    from compactor.formats.delta.log_writer import empty_commit, vacuum_end, vacuum_start
+    from compactor.planning.retention import DELETED, parse_interval
+
+    began = int(time.time() * 1000)
+    outcome = vacuum(action, ctx)
+    if ctx.dry_run or outcome.details.engine == "delta-spark":
+        return outcome
+    try:
+        dt = handle(ctx)
+        default_s = parse_interval(dt.metadata().configuration.get(DELETED)) or 7 * 86400
+        deleted = outcome.details.file_count or 0
+        folders = len({f.rpartition("/")[0] for f in outcome.details.files or ()})
+        listed = len(action.files) if action.files is not None else deleted
+        marker = ctx.commit_metadata.get(MARKER, "compactor")
+        for op, at, step in ((vacuum_start(listed, action.retention_hours, default_s * 1000), began, "start"),
+                             (vacuum_end(deleted, folders), None, "end")):
+            empty_commit(dt, ctx.location, op, {**ctx.commit_metadata, MARKER: f"{marker}:vacuum-{step}"}, at_ms=at)
+    except Exception as e:  # noqa: BLE001 - the files are deleted; the history entry is a record of it
+        log.warning("%s: the VACUUM's START/END commits were not written: %s", ctx.table.name, e)
+    return outcome
+
+
 def run_group(actions: Sequence[Action], ctx: ActionContext) -> list[ActionOutcome | CompactorError]:
     """Consecutive actions of one group key, committed together (partial progress per group): their bins
     rewritten at once by compactor's pipeline, or one delta-spark OPTIMIZE over their partitions. Per
@@ -88,5 +118,4 @@ def run_group(actions: Sequence[Action], ctx: ActionContext) -> list[ActionOutco
 
 
 # the names other modules and tests import from here
-__all__ = ["group_key", "partition_filters", "referenced_paths", "run_action",
-           "run_group"]
+__all__ = ["group_key", "partition_filters", "run_action", "run_group"]

@@ -1,5 +1,5 @@
 """What happens around a Delta commit of compactor's: the check of the landed commit against the outcome
-(from the log), the cleanup of a rewrite that did not commit, and the paths crash recovery must keep."""
+(from the log) and the cleanup of a rewrite that did not commit."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from compactor.errors import VerificationError
 from compactor.formats.base import ActionOutcome
 from compactor.formats.delta.commit import find_commit
-from compactor.formats.delta.log import Commit, commits_after, num_records
+from compactor.formats.delta.log import Commit, num_records
+from compactor.formats.delta.references import references
 from compactor.models.table import TableLocation
-from compactor.runtime.storage import StorageError, storage_for
+from compactor.runtime.deletion import delete_proved
+from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
@@ -31,31 +33,13 @@ def check_commit(own: Commit, outcome: ActionOutcome) -> None:
 def discard_uncommitted(table: TableLocation, outputs: Sequence[str], staging: Sequence[str], read_version: int,
                         marker: str) -> None:
     """Delete what a failed rewrite wrote - unless its commit landed after all (an interrupt inside the
-    commit call): files the log references are never deleted. If the log cannot be read, the journal
-    stays and the next run's recover decides."""
+    commit call): each file goes through the deletion gate, which keeps any the log references. If the log
+    cannot be read, the journal stays and the next run's recover decides."""
     try:
         landed = find_commit(table, read_version, marker, timeout_s=0) is not None
-    except Exception:  # noqa: BLE001 - any failure to read the log means: decide later
-        log.warning("%s: cannot read the log to clean up; the journal is kept for the next run", table.uri)
-        return
-    if landed:
-        return
-    storage = storage_for(table.uri, table.storage_options)
-    try:
-        for rel in outputs:
-            storage.delete(rel)
-        for rel in staging:
-            storage.delete_prefix(rel)
-    except StorageError as e:  # the journal stays; the next run's recover deletes what is left
-        log.warning("%s: could not delete uncommitted outputs now: %s", table.uri, e)
-
-
-def referenced_paths(table: TableLocation, since_version: int | None) -> set[str]:
-    """Paths live now or named by any add/remove committed after ``since_version`` (crash recovery)."""
-    from compactor.formats.delta.state import read_delta_state
-
-    refs = set(read_delta_state(table).paths)
-    for c in commits_after(table, since_version if since_version is not None else -1):
-        refs.update(c.adds)
-        refs.update(c.removes)
-    return refs
+        if landed:
+            return
+        delete_proved(storage_for(table.uri, table.storage_options), references(table), outputs, staging)
+    except Exception as e:  # noqa: BLE001 - any failure to read the log or to delete means: decide later
+        log.warning("%s: could not clean up the uncommitted outputs now (%s); the journal is kept for the next "
+                    "run's recovery", table.uri, e)

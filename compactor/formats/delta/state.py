@@ -14,7 +14,6 @@ string partition value IS null, and delta-rs reports both as null: they are one 
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import os
@@ -33,7 +32,6 @@ from compactor.models.state import Protocol, TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.secrets import error_text, redact, register_secrets
-from compactor.runtime.storage.base import ObjectInfo
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +244,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
         files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
     return TableState(
-        uri=uri, format="delta", version=v, partition_columns=parts, files=files,
+        uri=uri, format="delta", version=v, partition_columns=parts, files=files, table_id=str(meta.id),
         properties=dict(meta.configuration or {}),
         protocol=Protocol(proto.min_reader_version, proto.min_writer_version,
                           tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
@@ -284,95 +282,4 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
         if rel not in known:
             rel = next((k for k in known if location.endswith(k) or unquote(location).endswith(k)), rel)
         out[rel] = sum(1 for k in keep if not k)
-    return out
-
-
-def vacuum_candidates(table: TableLocation, retention_hours: int) -> tuple[str, ...] | None:
-    """The files a VACUUM with this retention would delete now (a delta-rs dry run in full mode, as
-    delta-spark's VACUUM lists: removed files and files the log never named) that are on storage, relative
-    to the table root as stored, sorted, each once; None if they cannot be listed."""
-    from deltalake import DeltaTable
-
-    try:
-        dt = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None)
-        return vacuum_listing(dt, table, retention_hours)
-    except Exception:  # noqa: BLE001 - files we cannot list are reported as unknown
-        return None
-
-
-def vacuum_listing(dt: Any, table: TableLocation, retention_hours: int) -> tuple[str, ...]:
-    """What delta-rs' VACUUM (full, as delta-spark's: removed files and files the log never named, older
-    than the retention) would delete now on ``dt``'s snapshot, as ``vacuum_candidates`` gives it."""
-    named = dt.vacuum(retention_hours=retention_hours, dry_run=True, enforce_retention_duration=False, full=True)
-    return present(stored_files(named, table.uri), table)
-
-
-def present(files: tuple[str, ...], table: TableLocation) -> tuple[str, ...]:
-    """Those of ``files`` (relative to the table) that are on storage. delta-rs' VACUUM names every removed
-    file whose tombstone is older than the retention, also one an earlier VACUUM already deleted (the
-    tombstone stays in the log until log retention drops it): a plan would list them again at every run and
-    never converge."""
-    found = stored_objects(files, table)
-    return tuple(f for f in files if f in found)
-
-
-def stored_objects(files: tuple[str, ...], table: TableLocation) -> dict[str, ObjectInfo]:
-    """Those of ``files`` (relative to the table) that are files on storage, with their size and
-    modification time: one listing of each folder they lie in, or of the whole table where they lie in
-    more than ``_FOLDER_LISTINGS`` folders (a full VACUUM lists the whole table itself). Not a folder's
-    marker: Hadoop's S3A keeps an empty object ``date=x/`` for a folder it made (Spark's writes), which
-    object stores list as a file ``date=x`` beside the folder; delta-rs names it as a file no log holds,
-    but its delete (of ``date=x``) never removes it, so every plan would list it again."""
-    from compactor.runtime.storage import storage_for
-
-    wanted = set(files)
-    store = storage_for(table.uri, table.storage_options)
-    folders = sorted({f.rpartition("/")[0] for f in wanted})
-    if len(folders) > _FOLDER_LISTINGS:
-        objects = store.list("")
-        paths = sorted(o.path for o in objects)
-        markers = {o.path for o in objects if o.size == 0 and o.path in wanted
-                   and (i := bisect.bisect_left(paths, o.path + "/")) < len(paths)
-                   and paths[i].startswith(o.path + "/")}  # some object lies under it
-    else:
-        objects, subfolders = [], set()
-        for folder in folders:
-            found, dirs = store.list_dir(folder)
-            objects += found
-            subfolders.update(dirs)
-        markers = {o.path for o in objects if o.size == 0 and o.path in subfolders}
-    return {o.path: o for o in objects if o.path in wanted and o.path not in markers}
-
-
-#: folders listed one by one before ``present`` lists the whole table instead (a listing request each)
-_FOLDER_LISTINGS = 16
-
-
-def stored_files(names: list[str], root: str) -> tuple[str, ...]:
-    """The files a VACUUM names, relative to the table ``root`` as stored, sorted, each once. delta-rs names
-    most relative to the table, but a file the log removed twice (two compactions of one file) once
-    relative and once by its store path (local: the absolute path; Azure: the key without the container,
-    seen on Azurite); delta-spark names each by its absolute Hadoop path. A name under no form of the root
-    stays as it is (a reviewed list, always relative, never holds it). On an object store a file inside
-    the table under folders spelling the table's own key would be read as such a twin."""
-    return tuple(sorted(stored_names(names, root)))
-
-
-def stored_names(names: list[str], root: str) -> dict[str, str]:
-    """Each file of ``names`` (as ``stored_files`` reads them) relative to the table, to the first name
-    the VACUUM gave it."""
-    base = local_path(root).rstrip("/")
-    if is_remote(root):
-        bucket_key = base.split("://", 1)[1]
-        forms = [base, bucket_key, bucket_key.partition("/")[2]]
-    else:
-        forms = [base, "file:" + base, "file://" + base]
-    out: dict[str, str] = {}
-    for name in names:
-        relative = name
-        for form in forms:
-            if form and name.startswith(form + "/"):
-                relative = name[len(form) + 1:]
-                break
-        out.setdefault(relative, name)
     return out

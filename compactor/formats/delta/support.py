@@ -40,6 +40,6 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
     facts = delta_facts(state)
     if facts.deletion_vectors_enabled and facts.has_deletion_vectors is None:
-        return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one: "
-                "compact it with the spark engine's native OPTIMIZE (compaction.method: optimize)")
+        return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one, so "
+                "compactor's own rewrite leaves the table alone")
     return None

@@ -26,6 +26,10 @@ from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.policy.model import Sink, TablePolicy
 
+#: why the small files of a partition that are all newer than the latest .compact are left alone
+NOT_IN_COMPACT = ("its small files were written after the latest .compact manifest; only files a .compact lists "
+                  "are rewritten: the writer's next .compact lists them")
+
 
 def writer_guard(guards: Sink | SinkGuards, state: TableState, now: dt.datetime) -> str | None:
     """A reason the writer may still be running, or None."""
@@ -90,7 +94,8 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
         if policy.compaction.enabled:
             acts, sk = plan_partitions(state.files, state.partition_columns, policy.compaction, now=now,
                                        bin_model="delta-spark", version=state.version, eligible=eligible,
-                                       action_class=SinkCompactAction, action_fields=guards)
+                                       action_class=SinkCompactAction, action_fields=guards,
+                                       ineligible=(SkipReason.ALREADY_COMPACT, NOT_IN_COMPACT))
             actions += [replace(a, reason=a.reason + " (files listed in the latest .compact only)") for a in acts]
             skips += sk
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.type == "sink_compact")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from compactor.errors import SinkGuardError
 from compactor.formats.file_sink.location import SinkRoot
@@ -44,6 +44,26 @@ def referenced(sink: SinkRoot, files: Callable[[MetadataLog], Iterable[LogFile]]
     return out
 
 
+class SinkReferences:
+    """The deletion gate of a file sink (runtime/deletion.py): a file the given log files (default: the
+    visible ones) list is kept, and so is any with a hidden name (``_spark_metadata``, ``_compactor``,
+    staging folders, checksums); the log is read again at every judgement."""
+
+    def __init__(self, sink: SinkRoot, files: Callable[[MetadataLog], Iterable[LogFile]] | None = None) -> None:
+        self.sink, self.files = sink, files
+
+    def kept(self, files: Sequence[str], folders: Sequence[str] = ()) -> dict[str, str]:
+        listed = referenced(self.sink, self.files)
+        out = {f: "listed by the sink's metadata log" for f in files if f in listed}
+        out.update({f: "a hidden name" for f in files if f not in out
+                    and any(part.startswith(("_", ".")) for part in f.split("/"))})
+        for folder in folders:
+            inside = next((r for r in sorted(listed) if r.startswith(folder.rstrip("/") + "/")), None)
+            if inside is not None:
+                out[folder] = f"it holds {inside}, listed by the sink's metadata log"
+        return out
+
+
 def add_to_ledger(sink: SinkRoot, files: list[str]) -> None:
     """Record replaced files (locations) for deletion after the grace period."""
     entries = read_ledger(sink)
@@ -65,7 +85,7 @@ def recover(sink: SinkRoot, grace_s: float = DEFAULT_ORPHAN_GRACE_S) -> list[str
 def clean_up(sink: SinkRoot, grace_s: float = DEFAULT_ORPHAN_GRACE_S) -> list[str]:
     """The cleanup itself (runtime/journal.py ``recover``: runs that may be alive are skipped); after this
     process's own failed rewrite, whose entry says it ended."""
-    deleted = journal.recover(sink.uri, lambda _version: referenced(sink), grace_s=grace_s,
+    deleted = journal.recover(sink.uri, lambda: SinkReferences(sink), grace_s=grace_s,
                               storage_options=sink.storage_options,
                               retire=lambda rels: add_to_ledger(sink, [sink.location(r) for r in rels]))
     return [sink.location(rel) for rel in deleted]

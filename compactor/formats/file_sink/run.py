@@ -32,7 +32,7 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.plan import readers_guard, writer_guard
-from compactor.formats.file_sink.recovery import add_to_ledger, clean_up, recover, referenced
+from compactor.formats.file_sink.recovery import SinkReferences, add_to_ledger, clean_up, recover
 from compactor.formats.file_sink.state import (
     LEDGER,
     METADATA_DIR,
@@ -45,6 +45,7 @@ from compactor.formats.file_sink.state import (
 )
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
+from compactor.runtime.deletion import delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
 from compactor.runtime.paths import filesystem
@@ -241,7 +242,6 @@ def _replace_local(sink: SinkRoot, rel: str, content: bytes, latest_batch: int |
 
 
 def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: ActionContext) -> ActionOutcome:
-    listed = {sink.location(r) for r in referenced(sink, lambda mlog: mlog.files)}
     due = set(action.files)
     # only files compactor itself replaced (its ledger), inside the sink once resolved, never a log file
     recorded = {e["file"] for e in read_ledger(sink)}
@@ -251,20 +251,22 @@ def _delete_replaced(sink: SinkRoot, action: SinkDeleteReplacedAction, ctx: Acti
                         f"{refused[0]}): the plan was edited; nothing was deleted", hint="re-run `compactor plan`")
     if ctx.fence is not None and not ctx.dry_run:
         ctx.fence()
-    deleted, kept = [], []
-    for f in sorted(due):
-        rel = sink.rel_of_location(f)
-        if f in listed:
-            kept.append(f)  # an older log file still lists it: a reader of that batch could need it
-        elif not ctx.dry_run and rel is not None and sink.storage.exists(rel):
-            sink.storage.delete(rel)
-            deleted.append(f)
+    rels = {rel: f for f in sorted(due) if (rel := sink.rel_of_location(f)) is not None}
+    # the gate keeps a file any log file still lists (an older batch's reader could need it), not only the visible
+    gate = SinkReferences(sink, lambda mlog: mlog.files)
+    if ctx.dry_run:
+        kept = gate.kept(tuple(rels))
+        deleted: list[str] = []
+    else:
+        done = delete_proved(sink.storage, gate, [r for r in rels if sink.storage.exists(r)])
+        kept, deleted = dict(done.kept), [rels[r] for r in done.deleted]
+    still = {rels[r] for r in kept}
     if not ctx.dry_run and sink.storage.exists(LEDGER):
-        gone = set(deleted) | (due - set(kept))
+        gone = set(deleted) | (due - still)
         entries = [e for e in read_ledger(sink) if e["file"] not in gone]
         sink.storage.write_bytes(LEDGER, json.dumps(entries).encode())
     return ActionOutcome(files_removed=len(deleted), details=ActionDetails(deleted=len(deleted),
-                                                                                  still_referenced=len(kept)))
+                                                                          still_referenced=len(still)))
 
 
 def _inside_data(sink: SinkRoot, location: str) -> bool:

