@@ -86,7 +86,15 @@ class Meta:
     cdf: bool = False
     dv: bool = False
     colmap: bool = False
+    row_tracking: bool = False
+    v2_checkpoints: bool = False
     retention_h: int = 168
+
+    def features(self) -> list[str]:
+        """The features on: what compactor's commits are counted by."""
+        named = {"deletion vectors": self.dv, "change data feed": self.cdf, "column mapping": self.colmap,
+                 "clustering": self.clustered, "row tracking": self.row_tracking, "v2 checkpoints": self.v2_checkpoints}
+        return [k for k, on in named.items() if on] or ["none"]
 
 
 @dataclass
@@ -144,6 +152,8 @@ class LogReplay:
                     clustered=bool(self.clustering), cdf=conf.get("delta.enableChangeDataFeed") == "true",
                     dv=conf.get("delta.enableDeletionVectors") == "true",
                     colmap=conf.get("delta.columnMapping.mode") == "name",
+                    row_tracking=conf.get("delta.enableRowTracking") == "true",
+                    v2_checkpoints=conf.get("delta.checkpointPolicy") == "v2",
                     retention_h=int(re.findall(r"\d+", retention)[0]) * (24 if "day" in retention else 1))
 
     def referenced(self, horizon_ms: float) -> Iterator[tuple[str, str]]:

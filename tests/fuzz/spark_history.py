@@ -48,7 +48,7 @@ from tests.fuzz.spark_checks import Checks, Failure, Meta, file_kind
 SESSION_CONF = {
     "spark.databricks.delta.retentionDurationCheck.enabled": "false",
     "spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration": "false",
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "8",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
     # tiny tables: one task where Spark would shuffle into two (a tenth less CPU a step)
     "spark.sql.shuffle.partitions": "1",
     "spark.databricks.delta.snapshotPartitions": "1",
@@ -87,6 +87,8 @@ class SparkHistory:
     spark_refusals: Counter[str] = field(default_factory=Counter)
     #: what compactor did: actions that succeeded per engine and method, vacuums, kills
     done: Counter[str] = field(default_factory=Counter)
+    #: compactor's successful actions by the table's features at the time
+    committed_on: Counter[str] = field(default_factory=Counter)
     checks: Checks = field(init=False)
     _verified: tuple[int, frozenset[str]] | None = None
     _fed: tuple[int, int] | None = None
@@ -371,6 +373,8 @@ class SparkHistory:
         if not ok:
             self.checks.unchanged(before, version)
         self.done[label] += ok
+        for feature in self.meta.features() if ok else ():
+            self.committed_on[feature] += ok
         return f"{ok} succeeded" + (f"; {'; '.join(said)}" if said else "")
 
     def refused(self, message: str) -> str:
@@ -470,6 +474,7 @@ class SparkHistory:
             raise Failure(f"the change feed of versions {self.cdf_from}..{self.version} sums to {dict(+net)} less "
                           f"{dict(-net)}; the rows changed by {dict(+want)} less {dict(-want)}")
         self._fed = (self.cdf_from, self.version)
+        self.done["change feed ranges checked"] += 1
 
     def settle(self, engines: tuple[str, ...] = ("local", "spark")) -> None:
         """What a schedule does on each engine with the default method: plan, apply, plan again. The
@@ -503,10 +508,10 @@ def error_class(e: BaseException) -> str:
 #: VACUUM, compactor's with delta-spark's dry run beside it: 3.5-4.5)
 OPS: list[tuple[float, Callable[[SparkHistory], None]]] = [
     (3, SparkHistory.append), (1, SparkHistory.delete), (0.7, SparkHistory.update), (0.4, SparkHistory.merge),
-    (0.25, SparkHistory.restore), (0.4, SparkHistory.optimize), (0.2, SparkHistory.purge), (0.15, SparkHistory.vacuum),
+    (0.2, SparkHistory.restore), (0.4, SparkHistory.optimize), (0.2, SparkHistory.purge), (0.15, SparkHistory.vacuum),
     (0.2, SparkHistory.checkpoint), (1.5, SparkHistory.alter), (0.5, SparkHistory.age),
     (1, SparkHistory.plan), (2, lambda h: h.apply("local")), (2, lambda h: h.apply("spark")),
-    (1.2, SparkHistory.apply_killed), (0.4, SparkHistory.compactor_vacuum),
+    (1.2, SparkHistory.apply_killed), (0.6, SparkHistory.compactor_vacuum),
 ]
 NAMES = ["append", "delete", "update", "merge", "restore", "optimize", "purge", "vacuum", "checkpoint", "alter", "age",
          "plan", "apply local", "apply spark", "apply killed", "compactor vacuum"]
@@ -523,6 +528,7 @@ class TableRun:
     refused_in: Counter[str] = field(default_factory=Counter)
     spark_refusals: Counter[str] = field(default_factory=Counter)
     done: Counter[str] = field(default_factory=Counter)
+    committed_on: Counter[str] = field(default_factory=Counter)
     failure: str | None = None
     log: list[str] = field(default_factory=list)
     #: seconds spent per kind of step, and how many ran (the CI budget's account)
@@ -580,6 +586,7 @@ def run_table(spark: Any, root: Path, seed: int, histories: int, steps: int) -> 
     except Exception as e:  # noqa: BLE001 - reported with the seed and the history, the run goes on
         out.failure = f"in {doing} of history {seed}.{out.histories}: {type(e).__name__}: {e}"
     out.refusals, out.spark_refusals, out.done, out.log = h.refusals, h.spark_refusals, h.done, h.log
+    out.committed_on = h.committed_on
     return out
 
 
