@@ -92,9 +92,10 @@ def one_table_project(root: Path, table: Path, compaction: str = "{target_file_s
     return root
 
 
-def vacuum_reviewing(files: tuple[str, ...] | None, *, dry_run_first: bool = True) -> VacuumAction:
-    """A vacuum at zero retention whose plan listed ``files`` (None: the plan could not list them)."""
-    return VacuumAction(retention_hours=0, dry_run_first=dry_run_first, files=files,
+def vacuum_reviewing(files: tuple[str, ...] | None, *, dry_run_first: bool = True,
+                     retention_hours: int = 0) -> VacuumAction:
+    """A vacuum (at zero retention unless said) whose plan listed ``files`` (None: the plan could not list them)."""
+    return VacuumAction(retention_hours=retention_hours, dry_run_first=dry_run_first, files=files,
                         files_to_delete=None if files is None else len(files),
                         precondition=Precondition.of(None, files or ()))
 

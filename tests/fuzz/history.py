@@ -21,13 +21,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.models.results import ActionResult
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import faults, liveness
@@ -35,6 +36,7 @@ from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import apply_racing_the_vacuum, one_action_plan, plan_for, vacuum_reviewing
 
 Row = tuple[int, int]  # (id, value)
+T = TypeVar("T")
 CRASH_POINTS = ("delta.journal_written", "delta.outputs_written", "delta.before_commit", "delta.after_commit",
                 "delta.repair_after_commit",
                 "delta.repair_before_commit", "lease.acquired")
@@ -46,6 +48,44 @@ ZERO_RETENTION = ("delta.deletedFileRetentionDuration", "interval 0 hours")
 
 class Killed(BaseException):
     """A simulated SIGKILL: raised at a crash point, it unwinds past every ``except Exception``."""
+
+
+def apply_killable(apply: Callable[[], T], crash_at: str | None, table: Path) -> T | None:
+    """``apply()`` with a simulated SIGKILL at crash point ``crash_at`` (None: nothing armed). None when it was
+    killed there: the run stopped at that point, its lease left as a killed process leaves it."""
+    hook = None
+    if crash_at is not None:
+        def hook(point: str) -> None:
+            if point == crash_at:
+                raise Killed(point)
+    previous = faults.set_hook(hook)
+    try:
+        return apply()
+    except Killed:
+        _as_killed_process(table)
+        return None
+    finally:
+        faults.set_hook(previous)
+
+
+def vacuum_through_apply(table: Path, *, after_listing: Callable[[], None] | None = None,
+                         race: Callable[[], None] | None = None, target: Target = Target(), engine: Any = None,
+                         partition_columns: tuple[str, ...] = ("p",), retention_hours: int = 0,
+                         ) -> tuple[tuple[str, ...] | None, ActionResult, set[str]]:
+    """compactor's VACUUM through apply with ``dry_run_first``, as `compactor plan` lists it now: ``after_listing``
+    runs between that listing and the plan (a plan made before it), ``race`` between apply's own listing and
+    its delete (crash point ``delta.vacuum_listed``). Returns the plan's list, the action's result and the
+    files it deleted, which must be files the plan listed."""
+    listed = vacuum_candidates(TableLocation(str(table)), retention_hours)
+    if after_listing is not None:
+        after_listing()
+    plan = one_action_plan(str(table), vacuum_reviewing(listed, retention_hours=retention_hours),
+                           engine=target.engine, partition_columns=partition_columns)
+    run = apply_racing_the_vacuum(plan, race, target=target, engine=engine, watch_s=0)
+    (r,) = run.results
+    deleted = set(r.details.files or ()) if r.status == "success" else set()
+    assert deleted <= set(listed or ()), f"deleted files the plan did not list: {sorted(deleted - set(listed or ()))}"
+    return listed, r, deleted
 
 
 def _as_killed_process(table: Path) -> None:
@@ -179,21 +219,11 @@ class History:
 
     def apply(self, crash_at: str | None = None) -> None:
         plan = self.plans.pop(0) if self.plans and self.rng.random() < 0.6 else plan_for(self.path, target_size=1 << 20)
-        hook = None
-        if crash_at is not None:
-            def hook(point: str) -> None:
-                if point == crash_at:
-                    raise Killed(point)
-        previous = faults.set_hook(hook)
         before = self.expected_before_maintenance()
-        try:
-            apply_plan(plan, target=Target(commit_every_bins=self.rng.choice([1, 100])), watch_s=0)
-            self.log.append("compactor apply" + (f" (crash point {crash_at} not reached)" if crash_at else ""))
-        except Killed:
-            self.log.append(f"compactor apply killed at {crash_at}")
-            _as_killed_process(self.path)
-        finally:
-            faults.set_hook(previous)
+        target = Target(commit_every_bins=self.rng.choice([1, 100]))
+        run = apply_killable(lambda: apply_plan(plan, target=target, watch_s=0), crash_at, self.path)
+        self.log.append(f"compactor apply killed at {crash_at}" if run is None else
+                        "compactor apply" + (f" (crash point {crash_at} not reached)" if crash_at else ""))
         self._after(before)
 
     def race(self) -> None:
@@ -228,22 +258,15 @@ class History:
         if dt.metadata().configuration.get(ZERO_RETENTION[0]) != ZERO_RETENTION[1]:
             dt.alter.set_table_properties(dict([ZERO_RETENTION]))  # a RESTORE may have taken it back
         before = self.expected_before_maintenance()
-        listed = vacuum_candidates(TableLocation(str(self.path)), 0)
         how = self.rng.choice(["now", "optimize after the listing", "optimize racing the delete"])
-        if how == "optimize after the listing":
-            DeltaTable(str(self.path)).optimize.compact()
-        plan = one_action_plan(str(self.path), vacuum_reviewing(listed), partition_columns=("p",))
 
-        def race() -> None:
+        def optimize() -> None:
             DeltaTable(str(self.path)).optimize.compact()
 
-        run = apply_racing_the_vacuum(plan, race if how == "optimize racing the delete" else None,
-                                      target=Target(), watch_s=0)
+        _, r, _ = vacuum_through_apply(self.path, after_listing=optimize if how == "optimize after the listing" else None,
+                                       race=optimize if how == "optimize racing the delete" else None)
         self.floor = self.version
         self.handles.clear()
-        (r,) = run.results
-        deleted = set(r.details.files or ()) if r.status == "success" else set()
-        assert deleted <= set(listed or ()), f"deleted files the plan did not list: {sorted(deleted - set(listed or ()))}"
         assert r.status == "success" or (how == "optimize after the listing" and "would now delete" in (r.error or "")), \
             f"compactor vacuum, {how}: {r.status}: {r.error}"
         self._after(before)
