@@ -169,11 +169,13 @@ class DeltaFormat:
         return run_group(actions, ctx)
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
+        from compactor.formats.delta.native import written_by_delta_rs
         from compactor.formats.delta.references import references
         from compactor.runtime.journal import recover
 
         # every file the log references now, every tombstone counted (no retention: that is VACUUM's)
-        return recover(table.uri, lambda: references(table), grace_s=grace_s, storage_options=table.storage_options)
+        return recover(table.uri, lambda: references(table), grace_s=grace_s, storage_options=table.storage_options,
+                       engine_wrote=written_by_delta_rs)
 
     def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession

@@ -37,6 +37,13 @@ from compactor.runtime.paths import join
 log = logging.getLogger(__name__)
 
 
+def written_by_delta_rs(created_by: str) -> bool:
+    """Whether a parquet footer's writer (``created_by``) is delta-rs, which writes a z-order's files under
+    names of its own (the journal's folder rule, runtime/journal.py): it stamps ``delta-rs version
+    py-1.6.6`` (older builds: ``parquet-rs``); Spark writes ``parquet-mr``."""
+    return created_by.startswith(("delta-rs", "parquet-rs"))
+
+
 def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, str, Any]] | None:
     """delta-rs partition filters for one partition. A null partition value must be written as "":
     delta-rs rejects None (measured with deltalake 1.6.6)."""
