@@ -269,8 +269,9 @@ class SparkEngine:
     def _group_frame(self, jobs: Sequence[BinJob], spark_schema: Any) -> Any:
         """The group's rows with their bin's index in BIN_COLUMN, a bin's rows all in one partition: one
         scan of every file, tagged by file name, hash-partitioned by bin; a union of one read per bin where
-        the group has more than MAP_NAMES_MAX files, a file name repeats in it, or the table has a column
-        ``_metadata`` (which would hide Spark's)."""
+        the group has more than MAP_NAMES_MAX files, a file name repeats in it, an input drops rows (a bin's
+        read leaves them out: ``_bin_frame``), or the table has a column ``_metadata`` (which would hide
+        Spark's)."""
         names = [[file_name(i) for i in job.locations] for job in jobs]
         flat = [n for ns in names for n in ns]
         if len(flat) > MAP_NAMES_MAX or len(set(flat)) < len(flat) or any(job.rows_dropped for job in jobs) or \
