@@ -62,7 +62,7 @@ SEQUENTIAL_KEYS = {"threads": 1, "max_concurrent_rewrites": 1, "commit_every_bin
 BUILD = textwrap.dedent("""
     import sys
     from pyspark.sql import functions as F
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
     spark = build_session("local[2]", "build", {"spark.ui.showConsoleProgress": "false"}, delta_jars=True)
     path, parts, appends, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     per_append = parts * rows
@@ -86,7 +86,7 @@ OPTIMIZE = textwrap.dedent("""
         for k, v in size.items():
             spark.conf.set(k, v)
     else:
-        from compactor.engines.spark_session import build_session
+        from compactor.formats.delta.spark import build_session
         spark = build_session(master, "optimize", {**conf, **size}, delta_jars=True)
     m = spark.sql(f"OPTIMIZE delta.`{path}`").collect()[0]["metrics"]
     print(json.dumps({"added": m["numFilesAdded"], "removed": m["numFilesRemoved"], "bins": m["numBins"]}))

@@ -367,7 +367,7 @@ def standalone_cluster(root: str | Path | None = None, *, workers: int = 2, core
 def cluster_session(master_url: str, app_name: str = "compactor-cluster", conf: Mapping[str, str] | None = None,
                     *, delta_jars: bool | str = "auto") -> Any:
     """Inside a driver subprocess: a session on the cluster, built like compactor builds its own."""
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
 
     root = os.environ.get("COMPACTOR_CLUSTER_ROOT")
     extra = {"spark.local.dir": f"{root}/scratch"} if root else {}

@@ -67,7 +67,7 @@ def spark():
     pytest.importorskip("pyspark.sql", reason="pyspark is part of the [spark] extra")
     if shutil.which("java") is None:
         pytest.skip("no Java on PATH (.ci/run installs openjdk-17-jre-headless)")
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
 
     session = build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars="auto")
     yield session
@@ -77,7 +77,7 @@ def spark():
 @pytest.fixture(scope="session")
 def delta_spark(spark):
     """The shared session, for tests that need Delta SQL (OPTIMIZE, DESCRIBE HISTORY, Delta reads)."""
-    from compactor.engines.spark_session import delta_sql_enabled
+    from compactor.formats.delta.spark import delta_sql_enabled
 
     if not delta_sql_enabled(spark):
         pytest.skip("the Delta Lake jars could not be loaded into Spark (Ivy could not resolve "

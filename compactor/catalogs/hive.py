@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from compactor.catalogs.base import by_provider, local_path
+from compactor.engines.spark_needs import NeedsSource, no_needs
 from compactor.engines.spark_session import get_or_create_session
 from compactor.errors import CatalogError
 from compactor.models.catalog import CatalogSettings, CatalogTable
@@ -53,8 +54,10 @@ def metastore_cause(e: BaseException, metastore_db: str | None, metastore_uris: 
 
 
 class HiveCatalog:
-    def __init__(self, settings: CatalogSettings, spark: SparkSettings) -> None:
+    def __init__(self, settings: CatalogSettings, spark: SparkSettings, needs: NeedsSource = no_needs) -> None:
+        """``needs``: what the session needs for the tables' formats (the engine reuses the session)."""
         self.name = settings.name
+        self._needs = needs
         o = settings.options
         conf = {**spark.conf, "spark.sql.catalogImplementation": "hive"}
         if spark.remote:  # a Spark Connect server has its metastore: these are static settings of the server
@@ -80,7 +83,7 @@ class HiveCatalog:
         if self._unreadable is not None:
             raise CatalogError(self._unreadable)
         if self._session is None:
-            session = get_or_create_session(self._spark, purpose=f"catalog '{self.name}' (hive)")
+            session = get_or_create_session(self._spark, needs=self._needs, purpose=f"catalog '{self.name}' (hive)")
             if session.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
                 raise CatalogError(f"catalog '{self.name}' (hive): the running Spark session has no Hive support",
                                    hint="let compactor start the session, or start yours with enableHiveSupport()")

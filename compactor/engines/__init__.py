@@ -1,1 +1,1 @@
-"""Engines behind one small interface: local (delta-rs) and spark. pyspark is imported lazily."""
+"""Engines behind one small interface: local (pyarrow) and spark. pyspark is imported lazily."""

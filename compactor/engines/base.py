@@ -1,6 +1,7 @@
 """The engine interface: compute only. An engine rewrites planned bins into new parquet files (one per
-bin) and reports what it wrote, rows and statistics read from the footers. It commits nothing: the
-table format (formats/delta/rewrite.py, formats/file_sink/run.py) verifies rows and commits."""
+bin), leaving out the rows each input no longer holds, and reports what it wrote: rows and each column's
+facts, read from the footers. It commits nothing and knows no table format: the format turns the facts
+into its own statistics, verifies rows and commits."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from compactor.engines.footer_facts import FooterFacts
+
 
 @dataclass(frozen=True)
 class IgnoredColumn:
-    """A column a table's readers never read that its writer may store in data files (Delta's change data
-    bookkeeping: ``_change_type``, ``__is_cdc``): left out of a rewrite's output once the input's footer
+    """A column a table's readers never read that its writer may store in data files (a format's own
+    bookkeeping, named by the format): left out of a rewrite's output once the input's footer
     proves every row holds null or ``value`` (None: null only), which is what such a file's rows must hold."""
 
     name: str
@@ -22,11 +25,28 @@ class IgnoredColumn:
 
 
 @dataclass(frozen=True)
+class BinInput:
+    """One input file of a bin, and the rows of it the output leaves out: those the table no longer holds
+    though the file still does (a format's row-level deletes), by their position in the file, counted from
+    0 over all its row groups."""
+
+    #: the file's absolute location
+    location: str
+    #: positions of the rows to leave out (empty: every row is kept)
+    drop: frozenset[int] = frozenset()
+
+
+def inputs_at(*locations: str) -> tuple[BinInput, ...]:
+    """Inputs whose every row is kept."""
+    return tuple(BinInput(loc) for loc in locations)
+
+
+@dataclass(frozen=True)
 class BinJob:
     """One bin for an engine to rewrite: its input files, in order, into one new output file."""
 
-    #: absolute locations of the files to read, in order
-    inputs: tuple[str, ...]
+    #: the files to read, in order, each with the rows to leave out
+    inputs: tuple[BinInput, ...]
     #: absolute location of the one output file (a new, unique name inside the partition folder)
     output: str
     #: a `_`-prefixed folder next to the output the engine may use for intermediate files
@@ -38,18 +58,35 @@ class BinJob:
     #: columns the table's readers ignore, dropped once proved on each input's footer (footer_check.dropped)
     ignored: tuple[IgnoredColumn, ...] = ()
 
+    @property
+    def locations(self) -> tuple[str, ...]:
+        return tuple(i.location for i in self.inputs)
+
+    @property
+    def rows_dropped(self) -> int:
+        """Rows the job asks to leave out (a position the file does not have counts too: the output then
+        holds more rows than the inputs less this, and verification fails)."""
+        return sum(len(i.drop) for i in self.inputs)
+
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """What an engine wrote for one BinJob: the output's location, size, rows and statistics."""
+    """What an engine wrote for one BinJob: the output's location, size, rows and footer facts."""
 
     location: str
     size: int
     #: rows in the output footer, and the sum of rows in the input footers
     rows: int
     rows_in: int
-    #: Delta statistics JSON (numRecords, minValues, maxValues, nullCount) from the output footer
-    stats: str
+    #: the rows the job asked to leave out (BinJob.rows_dropped)
+    rows_dropped: int
+    #: the output footer's facts: rows, and per leaf column its null count, min and max
+    facts: FooterFacts
+
+    @property
+    def rows_kept(self) -> int:
+        """The rows the output must hold: the inputs' rows less those left out."""
+        return self.rows_in - self.rows_dropped
 
 
 class RewriteEngine(Protocol):

@@ -1,7 +1,12 @@
 """Per-column verification of a rewrite from parquet footers (issue 18, finding 2): the output must hold
 every column of its inputs with the same null count, and, for types whose footer statistics are exact
 (integers, decimals, dates, booleans), the same min and max. Row counts alone let a rewrite that filled a
-column with nulls, or dropped one, pass."""
+column with nulls, or dropped one, pass.
+
+Where a bin drops rows of an input (BinInput.drop), a footer says nothing of which values those rows held,
+so only the bounds that still hold are checked there: the output's nulls between the inputs' nulls less
+the rows dropped and the inputs' nulls, and its min and max within the inputs', reaching those of the
+inputs that drop nothing (their rows are all in the output)."""
 
 from __future__ import annotations
 
@@ -55,12 +60,33 @@ def summarize(md: pq.FileMetaData, schema: pa.Schema) -> dict[str, ColumnSummary
     return out
 
 
+@dataclass
+class _Expected:
+    """What the output must hold in one column, from its inputs' footers: nulls within [lo, hi] (equal
+    where no input drops rows), min and max within those of all inputs and reaching those of the inputs
+    that drop none (``kept_lo``/``kept_hi``: their rows are all in the output)."""
+
+    nulls_lo: int = 0
+    nulls_hi: int = 0
+    lo: Any = None
+    hi: Any = None
+    kept_lo: Any = None
+    kept_hi: Any = None
+    exact: bool = True
+    drops: bool = False
+
+
 def column_problem(inputs: Sequence[tuple[pq.FileMetaData, pa.Schema]], output: pq.FileMetaData,
-                   output_schema: pa.Schema) -> str | None:
-    """Why the output does not hold its inputs' columns as they were, or None."""
+                   output_schema: pa.Schema, dropped: Sequence[int] = ()) -> str | None:
+    """Why the output does not hold its inputs' columns as they were, or None. ``dropped``: per input, the
+    rows the rewrite left out (empty: none anywhere). Where an input drops nothing its columns count
+    exactly as they are; where it drops rows, its footer bounds what is left: its nulls less the rows
+    dropped at least (never below 0), its nulls at most (never above its rows kept), and values within
+    its min and max."""
     got = summarize(output, output_schema)
-    expected: dict[str, ColumnSummary] = {f.name: ColumnSummary() for f in output_schema if f.name in got}
-    for md, schema in inputs:
+    expected = {f.name: _Expected() for f in output_schema if f.name in got}
+    for k, (md, schema) in enumerate(inputs):
+        drop = dropped[k] if dropped else 0
         have = summarize(md, schema)
         for name in set(have) - set(got):
             if have[name].nulls < md.num_rows:
@@ -68,22 +94,37 @@ def column_problem(inputs: Sequence[tuple[pq.FileMetaData, pa.Schema]], output: 
         for name, e in expected.items():
             h = have.get(name)
             if h is None:  # the file predates the column (schema evolution): its rows are null in it
-                e.nulls += md.num_rows
+                e.nulls_lo += md.num_rows - drop
+                e.nulls_hi += md.num_rows - drop
                 continue
-            e.nulls += h.nulls
+            e.nulls_lo += max(0, h.nulls - drop)
+            e.nulls_hi += min(h.nulls, md.num_rows - drop) if drop else h.nulls
             e.exact &= h.exact
+            e.drops |= drop > 0
             if h.lo is not None:
                 e.lo = h.lo if e.lo is None or h.lo < e.lo else e.lo
                 e.hi = h.hi if e.hi is None or h.hi > e.hi else e.hi
+                if not drop:
+                    e.kept_lo = h.lo if e.kept_lo is None or h.lo < e.kept_lo else e.kept_lo
+                    e.kept_hi = h.hi if e.kept_hi is None or h.hi > e.kept_hi else e.kept_hi
     for name, e in expected.items():
         g = got[name]
         if not (e.exact and g.exact):
             continue
-        if g.nulls != e.nulls:
-            return f"column {name}: {g.nulls} null(s) written, the inputs hold {e.nulls}"
-        typ = output_schema.field(name).type
-        if _ordered(typ) and (g.lo, g.hi) != (e.lo, e.hi):
-            return f"column {name}: min/max {g.lo!r}/{g.hi!r} written, the inputs hold {e.lo!r}/{e.hi!r}"
+        if not e.nulls_lo <= g.nulls <= e.nulls_hi:
+            held = f"{e.nulls_lo}" if e.nulls_lo == e.nulls_hi else f"{e.nulls_lo} to {e.nulls_hi} once rows are dropped"
+            return f"column {name}: {g.nulls} null(s) written, the inputs hold {held}"
+        if not _ordered(output_schema.field(name).type):
+            continue
+        if not e.drops:
+            if (g.lo, g.hi) != (e.lo, e.hi):
+                return f"column {name}: min/max {g.lo!r}/{g.hi!r} written, the inputs hold {e.lo!r}/{e.hi!r}"
+            continue
+        outside = g.lo is not None and (e.lo is None or g.lo < e.lo or g.hi > e.hi)
+        short = e.kept_lo is not None and (g.lo is None or g.lo > e.kept_lo or g.hi < e.kept_hi)
+        if outside or short:
+            return (f"column {name}: min/max {g.lo!r}/{g.hi!r} written; once rows are dropped the inputs hold values "
+                    f"within {e.lo!r}/{e.hi!r}, reaching {e.kept_lo!r}/{e.kept_hi!r}")
     return None
 
 

@@ -1,5 +1,6 @@
-"""The spark engine: Spark jobs rewrite the planned bins, and delta-spark SQL runs natively when the
-session has the Delta jars (OPTIMIZE, VACUUM). Compute only: the Delta format commits.
+"""The spark engine: Spark jobs rewrite the planned bins; a table format runs its own SQL through it (``sql``,
+with session settings for a block, ``session_conf``, and rows as a temporary view, ``temp_view``) once the
+session has what the format needs (``provides``: engines/spark_needs.py). Compute only: the format commits.
 
 Rewrite: Spark reads exactly the bins' files (never a directory listing) with the table's data schema.
 The bins of a call (a commit group) are written by ONE Spark job into the first bin's `_`-prefixed
@@ -9,7 +10,8 @@ reads all the group's files in one scan, tags each row with its file's bin (by f
 ``_metadata.file_name``, looked up in a map of the group's names: ``bin_map``) and hash-partitions the
 rows by bin: a task per bin, up to two per task slot of the session (a task then writes several bins'
 files). The inputs' footers are read while Spark writes. Where a
-file name repeats within the group, or the table has a column named ``_metadata``, the bins are instead
+file name repeats within the group, the table has a column named ``_metadata``, or an input drops rows
+(BinInput.drop: Spark's ``_metadata.row_index``, a row's position in its file, leaves them out), the bins are instead
 the partitions of a union of one read per bin (Spark 4 merges a union of single-partition children into
 one partition, ``spark.sql.unionOutputPartitioning``, so that write turns it off). One scan instead of a
 union of 100 reads took a 100-bin group from 9-11 s to about 6.5 s on local[2] (docs/benchmarks.md).
@@ -35,12 +37,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from compactor.engines.base import BinJob, WrittenFile, reporting
+from compactor.engines.base import BinInput, BinJob, WrittenFile, reporting
 from compactor.engines.footer_check import column_problem, dropped, input_footers, rename_problem
-from compactor.engines.parquet_stats import check_written_schema, footer_stats
-from compactor.engines.spark_sql import INVENTORY_SCHEMA, java_error, sql_literal, vacuum_sql
+from compactor.engines.footer_facts import check_written, footer_facts
+from compactor.engines.spark_needs import NeedsSource, SparkNeeds, no_needs
+from compactor.engines.spark_sql import bin_map, file_name, java_error
 from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
-from compactor.project.model import Target
+from compactor.project.model import SparkSettings, Target
 from compactor.runtime.paths import filesystem, hadoop_uri, is_remote
 
 log = logging.getLogger(__name__)
@@ -60,9 +63,6 @@ LOCAL_LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": 
 #: the write's own option: each task's file is moved into the staging folder when the task commits (the
 #: job's commit then moves nothing); the staging folder is compactor's own, read back file by file
 WRITE_OPTIONS = {"mapreduce.fileoutputcommitter.algorithm.version": "2"}
-#: how many tasks Delta's VACUUM lists a table in, and that number in a local session where it is unset
-LISTING_TASKS = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-LOCAL_LISTING_TASKS = 8
 #: the most files a group's one scan tags by name: Spark looks a name up in the map (bin_map) by comparing it
 #: with each key in turn, for every row, so a group of more files is written as the union of one read per
 #: bin (at 1,000 names, 100 bins of 250,000 rows on local[2]: 5.5-7.7 s with the map against 4.9-6.0 s
@@ -82,34 +82,18 @@ def _part_files(fs: pafs.FileSystem, folder: str) -> list[str]:
             and i.path.endswith(".parquet")]
 
 
-def file_name(location: str) -> str:
-    """The name Spark's ``_metadata.file_name`` gives the file at ``location`` (the last part of its
-    decoded path)."""
-    return posixpath.basename(location)
-
-
-def bin_map(names: Sequence[Sequence[str]]) -> str:
-    """A SQL expression of the map from each file name to its bin's index (``names[i]``: bin i's names).
-    One JSON string literal read by ``from_json``, folded to a constant as the query is optimized: the
-    parser reads one token instead of a map literal of two per file (a cold session parsed a 1,000-name
-    literal in about 0.3 s more, docs/benchmarks.md). A join would broadcast a table of names, which Spark
-    collects in a job of its own. A name of no bin has none (NULL): its rows land outside every bin."""
-    import json
-
-    text = json.dumps({n: i for i, ns in enumerate(names) for n in ns}, ensure_ascii=False, separators=(",", ":"))
-    return f"from_json({sql_literal(text)}, 'map<string,int>')"
-
-
 class SparkEngine:
     name = "spark"
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, needs: NeedsSource = no_needs) -> None:
+        """``needs``: what the run's table formats need of a session this engine starts."""
         self.target = target
+        self.needs = needs
         self.storage_options = dict(target.storage_options)
         self._spark: Any = None
         self._owns_session = False
         self._s3_native: bool | None = None
-        self._delta_sql: bool | None = None
+        self._provided: dict[SparkNeeds, bool] = {}
         self._unavailable: EngineUnavailableError | None = None
 
     @property
@@ -121,7 +105,7 @@ class SparkEngine:
                 raise self._unavailable
             try:
                 self._spark, self._owns_session = open_session(
-                    self.target.spark, purpose=f"the spark engine of target '{self.target.name}'")
+                    self.target.spark, needs=self.needs, purpose=f"the spark engine of target '{self.target.name}'")
             except CompactorError as e:  # no session, no Spark work: the run stops here (one message)
                 self._unavailable = EngineUnavailableError(e.message, hint=e.hint)
                 raise self._unavailable from None
@@ -134,11 +118,19 @@ class SparkEngine:
 
         return is_connect(self.spark)
 
+    def is_spark_connect(self) -> bool:
+        """``connected``, asked as a method (a table format's view of the engine asks it so)."""
+        return self.connected
+
+    @property
+    def settings(self) -> SparkSettings:
+        """The profile's Spark settings this engine's session follows."""
+        return self.target.spark
+
     def versions(self) -> dict[str, str]:
-        import deltalake
         import pyspark
 
-        return {"pyspark": pyspark.__version__, "deltalake": deltalake.__version__, "pyarrow": pa.__version__}
+        return {"pyspark": pyspark.__version__, "pyarrow": pa.__version__}
 
     def close(self) -> None:
         """Stop the session this engine created (over Spark Connect: this client's session on the server;
@@ -147,17 +139,16 @@ class SparkEngine:
             self._spark.stop()
         self._spark = None
 
-    # ----------------------------------------------------------------- native delta-spark
+    # ----------------------------------------------------------------- a format's own SQL
 
-    def delta_sql_available(self) -> bool:
-        """Whether the session runs Delta SQL (asked once per engine; over Spark Connect, of the server:
-        ``delta_jars: false`` says never)."""
-        from compactor.engines.spark_session import delta_sql_enabled
+    def provides(self, needs: SparkNeeds) -> bool:
+        """Whether the session runs the SQL of the format that declared ``needs`` (its jars loaded, its SQL
+        extension configured); asked once per engine."""
+        from compactor.engines.spark_session import session_provides
 
-        if self._delta_sql is None:
-            self._delta_sql = False if self.connected and self.target.spark.delta_jars is False \
-                else delta_sql_enabled(self.spark)
-        return self._delta_sql
+        if needs not in self._provided:
+            self._provided[needs] = session_provides(self.spark, needs)
+        return self._provided[needs]
 
     def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]:
         """Run one statement (with session settings applied first) and collect its rows. A failure in
@@ -171,40 +162,33 @@ class SparkEngine:
                 raise
             raise ApplyError(f"{statement}: {java_error(e)}") from e
 
-    def vacuum_listing(self, path: str, retention_hours: int) -> list[str]:
-        """What Delta's VACUUM would delete now, as its dry run names it. Delta lists the table in
-        ``spark.sql.sources.parallelPartitionDiscovery.parallelism`` tasks (10,000 by default: 41-66 s for a
-        table of two folders on local[2], 6-7 s with 8); in a local session where that is unset, the listing
-        runs in LOCAL_LISTING_TASKS (the session's setting is restored after)."""
-        with self._session_conf(self._listing_conf()):
-            return [str(r[0]) for r in self.sql(vacuum_sql(path, retention_hours, True))]
+    def setting(self, key: str) -> str | None:
+        """The session's value of ``key`` (None: unset)."""
+        value = self.spark.conf.get(key, None)
+        return None if value is None else str(value)
 
-    def _listing_conf(self) -> dict[str, str]:
+    def local_master(self) -> bool:
+        """Whether the session runs on this machine (a ``local`` master); False over Spark Connect and where
+        there is no SparkContext (a shared Databricks cluster)."""
         if self.connected:
-            return {}
+            return False
         try:
-            local = str(self.spark.sparkContext.master).startswith("local")
-        except Exception:  # noqa: BLE001 - no SparkContext here (a shared Databricks cluster)
-            return {}
-        unset = self.spark.conf.get(LISTING_TASKS, None) is None
-        return {LISTING_TASKS: str(LOCAL_LISTING_TASKS)} if local and unset else {}
+            return str(self.spark.sparkContext.master).startswith("local")
+        except Exception:  # noqa: BLE001 - no SparkContext here
+            return False
 
-    def vacuum_files(self, path: str, retention_hours: int, files: Sequence[tuple[str, int, float]]) -> None:
-        """Delta's VACUUM of ``path`` considering only ``files`` (each: its name as Delta's dry run gave it,
-        its size, its modification time in seconds) instead of a listing of the table: Delta deletes those
-        of them it finds deletable now (untracked or removed, older than the retention, by a snapshot it
-        reads now), and no other file."""
-        view = f"compactor_vacuum_files_{uuid.uuid4().hex}"
-        rows = [(name, int(size), False, int(mtime * 1000)) for name, size, mtime in files]
-        self.spark.createDataFrame(rows, INVENTORY_SCHEMA).createOrReplaceTempView(view)
+    @contextlib.contextmanager
+    def temp_view(self, rows: Sequence[tuple[Any, ...]], schema: str) -> Iterator[str]:
+        """``rows`` as a temporary view of ``schema`` (a DDL string) for the duration; yields its name."""
+        view = f"compactor_rows_{uuid.uuid4().hex}"
+        self.spark.createDataFrame(list(rows), schema).createOrReplaceTempView(view)
         try:
-            self.sql(vacuum_sql(path, retention_hours, False,
-                                inventory=f"SELECT path, length, isDir, modificationTime FROM {view}"))
+            yield view
         finally:
             self.spark.catalog.dropTempView(view)
 
     @contextlib.contextmanager
-    def _session_conf(self, conf: Mapping[str, str]) -> Iterator[None]:
+    def session_conf(self, conf: Mapping[str, str]) -> Iterator[None]:
         """The session settings ``conf`` for the duration (each restored after, or unset)."""
         before = {k: self.spark.conf.get(k, None) for k in conf}
         for k, v in conf.items():
@@ -240,7 +224,7 @@ class SparkEngine:
 
         stage = jobs[0].staging
         conf = dict(GROUP_WRITE_CONF)
-        if not any(is_remote(i) for job in jobs for i in job.inputs):
+        if not any(is_remote(i) for job in jobs for i in job.locations):
             conf.update(LOCAL_LISTING_CONF)
         # the inputs' footers are read while Spark writes (about 0.3 s per 1,000 local files, before the job
         # until this was measured); a renamed column they reveal still fails the group before anything is
@@ -276,7 +260,7 @@ class SparkEngine:
     def _write_group(self, jobs: Sequence[BinJob], spark_schema: Any, stage: str, conf: Mapping[str, str]) -> None:
         """The group's one Spark job, with the session settings ``conf`` for its duration."""
         # the settings are the session's: one group write at a time changes them
-        with _GROUP_WRITE_LOCK, self._session_conf(conf):
+        with _GROUP_WRITE_LOCK, self.session_conf(conf):
             frame = self._group_frame(jobs, spark_schema)
             # mode "error" (fail if the folder exists): Spark Connect's client knows no "errorifexists"
             frame.write.options(**WRITE_OPTIONS).partitionBy(BIN_COLUMN).mode("error").parquet(
@@ -285,11 +269,12 @@ class SparkEngine:
     def _group_frame(self, jobs: Sequence[BinJob], spark_schema: Any) -> Any:
         """The group's rows with their bin's index in BIN_COLUMN, a bin's rows all in one partition: one
         scan of every file, tagged by file name, hash-partitioned by bin; a union of one read per bin where
-        the group has more than MAP_NAMES_MAX files, a file name repeats in it, or the table has a column
-        ``_metadata`` (which would hide Spark's)."""
-        names = [[file_name(i) for i in job.inputs] for job in jobs]
+        the group has more than MAP_NAMES_MAX files, a file name repeats in it, an input drops rows (a bin's
+        read leaves them out: ``_bin_frame``), or the table has a column ``_metadata`` (which would hide
+        Spark's)."""
+        names = [[file_name(i) for i in job.locations] for job in jobs]
         flat = [n for ns in names for n in ns]
-        if len(flat) > MAP_NAMES_MAX or len(set(flat)) < len(flat) or \
+        if len(flat) > MAP_NAMES_MAX or len(set(flat)) < len(flat) or any(job.rows_dropped for job in jobs) or \
                 any(f.name.lower() == "_metadata" for f in spark_schema.fields):
             from functools import reduce
 
@@ -297,7 +282,7 @@ class SparkEngine:
             frames = [self._bin_frame(job, spark_schema).selectExpr("*", f"{i} AS {BIN_COLUMN}")
                       for i, job in enumerate(jobs)]
             return reduce(lambda a, b: a.union(b), frames)
-        rows = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for job in jobs for i in job.inputs))
+        rows = self._read([i for job in jobs for i in job.locations], spark_schema)
         return (rows.selectExpr("*", f"try_element_at({bin_map(names)}, _metadata.file_name) AS {BIN_COLUMN}")
                 .repartition(self._write_tasks(len(jobs)), BIN_COLUMN))
 
@@ -316,7 +301,7 @@ class SparkEngine:
         """(footer, the file's columns but those the rewrite leaves out: footer_check.dropped) of each input;
         Spark reads only ``schema``'s columns, so those are left out of its output."""
         out = []
-        for location, (md, file_schema) in zip(job.inputs, input_footers(job.inputs, self.storage_options)):
+        for location, (md, file_schema) in zip(job.locations, input_footers(job.locations, self.storage_options)):
             try:
                 drop = dropped(md, file_schema, job)
             except VerificationError as e:
@@ -328,9 +313,39 @@ class SparkEngine:
         return out
 
     def _bin_frame(self, job: BinJob, spark_schema: Any) -> Any:
-        """The bin's rows as one partition (sorted within it for strategy sort)."""
-        df = self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in job.inputs)).coalesce(1)
+        """The bin's rows as one partition (sorted within it for strategy sort), less the rows its inputs
+        drop: each input that drops rows is read on its own and filtered by its rows' positions (Spark's
+        ``_metadata.row_index``, through ``metadataColumn``: a table's own ``_metadata`` column does not hide
+        it); the runs of inputs between them are read together, and the reads are unioned in input order."""
+        if not job.rows_dropped:
+            df = self._read(job.locations, spark_schema)
+        else:
+            from functools import reduce
+
+            reads, run = [], []
+            for one in job.inputs:
+                if not one.drop:
+                    run.append(one.location)
+                    continue
+                if run:
+                    reads.append(self._read(run, spark_schema))
+                    run = []
+                reads.append(self._kept(one, spark_schema))
+            if run:
+                reads.append(self._read(run, spark_schema))
+            df = reduce(lambda a, b: a.union(b), reads)
+        df = df.coalesce(1)
         return df.sortWithinPartitions(*job.sort_by) if job.sort_by else df
+
+    def _read(self, locations: Sequence[str], spark_schema: Any) -> Any:
+        """The rows of exactly these files, with the table's schema."""
+        return self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in locations))
+
+    def _kept(self, one: BinInput, spark_schema: Any) -> Any:
+        """The rows of one input less those it drops."""
+        df = self._read([one.location], spark_schema)
+        position = df.metadataColumn("_metadata").getField("row_index")
+        return df.where(~position.isin(sorted(one.drop)))
 
     def hadoop_path(self, uri: str) -> str:
         """``uri`` as this session's Hadoop reaches it: ``s3://`` becomes ``s3a://`` unless the session
@@ -354,19 +369,6 @@ class SparkEngine:
         except Exception:  # noqa: BLE001 - py4j errors: assume open-source Hadoop
             return False
 
-    def native_commits_safe(self, uri: str) -> bool:
-        """Whether delta-spark commits to ``uri`` safely against concurrent writers. Not on S3 with
-        open-source delta-spark's default log store (S3SingleDriverLogStore: mutual exclusion only inside
-        one JVM), unless the session configures a log store (e.g. S3DynamoDBLogStore) or runs on
-        Databricks; compactor then rewrites and commits through delta-rs, whose commits are
-        create-if-absent PUTs."""
-        if not uri.startswith(("s3://", "s3a://", "s3n://")):
-            return True
-        conf = self.spark.conf
-        keys = ("spark.delta.logStore.s3.impl", "spark.delta.logStore.s3a.impl", "spark.delta.logStore.class",
-                "spark.databricks.clusterUsageTags.clusterId")
-        return any(conf.get(k, None) for k in keys)
-
     def _rewrite_bin(self, job: BinJob, schema: pa.Schema, spark_schema: Any) -> WrittenFile:
         fs, _ = filesystem(job.output, self.storage_options)
         footers = self._input_footers(job, schema)
@@ -384,11 +386,13 @@ class SparkEngine:
         fs, out = filesystem(job.output, self.storage_options)
         rows_in = sum(md.num_rows for md, _ in footers)
         fs.move(staged, out)
-        check_written_schema(out, schema, fs)
         written = pq.ParquetFile(out, filesystem=fs)
-        problem = column_problem(footers, written.metadata, written.schema_arrow)
+        check_written(written, schema, out)
+        md = written.metadata
+        drops = [len(i.drop) for i in job.inputs] if job.rows_dropped else []
+        problem = column_problem(footers, md, written.schema_arrow, drops)
         if problem:
             raise VerificationError(f"the rewrite of {len(job.inputs)} file(s) into {job.output}: {problem}; nothing "
                                     "was committed")
-        rows, stats = footer_stats(out, fs)
-        return WrittenFile(job.output, fs.get_file_info(out).size, rows, rows_in, stats)
+        return WrittenFile(job.output, fs.get_file_info(out).size, md.num_rows, rows_in, job.rows_dropped,
+                           footer_facts(md, written.schema_arrow))

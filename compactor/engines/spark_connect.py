@@ -8,8 +8,9 @@ the run instead of failing it with one line. The profile's ``conf`` is applied w
 (static and cluster settings cannot change in a session: they are skipped with a warning, set them where
 the server starts); compactor's own required settings are session settings and always apply.
 
-There is no ``_jvm``, ``_jsc`` or ``sparkContext`` over Connect: whether the server has Delta Lake is
-asked through Spark itself (the SQL extension configured, and Delta's data source resolvable).
+There is no ``_jvm``, ``_jsc`` or ``sparkContext`` over Connect: whether the server has what a table
+format needs (engines/spark_needs.py) is asked through Spark itself (the format's SQL extension configured,
+and its data source resolvable).
 pyspark's Connect client is imported lazily, only for a remote session.
 """
 
@@ -18,9 +19,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compactor.engines.spark_needs import SparkNeeds, extension_listed
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings, shown_remote
 
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 #: seconds the reachability check waits for an answer (an unreachable port fails at once)
 CONNECT_TIMEOUT_S = 10.0
 #: an absolute path no table lives at: Spark resolves a format's data source before it looks at the path
-_DELTA_PROBE_PATH = "/compactor-delta-probe/does-not-exist"
+_PROBE_PATH = "/compactor-source-probe/does-not-exist"
 _CONNECT_HINT = ("start the server (scripts/spark-connect-server PORT starts one on this machine) or fix spark.remote "
                  "in profiles.yml")
 
@@ -103,9 +105,10 @@ def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         channel.close()
 
 
-def connect_session(url: str, settings: SparkSettings) -> Any:
-    """A new Spark Connect session to ``url`` with the profile's runtime settings and compactor's own. With
-    ``delta_jars: true`` the server must have Delta Lake."""
+def connect_session(url: str, settings: SparkSettings, needs: Sequence[SparkNeeds] = ()) -> Any:
+    """A new Spark Connect session to ``url`` with the profile's runtime settings and compactor's own. The
+    server must have what each required need asks for (a server's jars and static settings are its own:
+    nothing of them is set from here)."""
     from compactor.engines.spark_session import REQUIRED_CONF
 
     check_reachable(url)
@@ -114,11 +117,10 @@ def connect_session(url: str, settings: SparkSettings) -> Any:
     session = ConnectSession.builder.remote(url).create()
     try:
         _apply_conf(session, {**settings.conf, **REQUIRED_CONF}, shown_remote(url))
-        if settings.delta_jars is True and not delta_source_available(session):
-            raise UsageError(f"spark.delta_jars is true but the Spark Connect server at {shown_remote(url)} has no "
-                             "Delta Lake (its data source or SQL extension is missing)",
-                             hint="start the server with io.delta:delta-spark and Delta's two confs, or set "
-                                  "spark.delta_jars: auto")
+        for need in needs:
+            if need.required and not source_available(session, need):
+                raise UsageError(f"{need.setting} is true but the Spark Connect server at {shown_remote(url)} has no "
+                                 f"{need.name} (its data source or SQL extension is missing)", hint=need.connect_hint)
     except BaseException:
         session.stop()
         raise
@@ -140,15 +142,17 @@ def _apply_conf(session: Any, conf: Mapping[str, str], shown: str) -> None:
                     "set them where the server starts", shown, ", ".join(sorted(skipped)))
 
 
-def delta_source_available(spark: Any) -> bool:
-    """Whether a Spark Connect server can run Delta SQL: Delta's SQL extension configured (the setting
-    alone is not enough: Spark skips an extension whose class is missing, with a warning in the server's
-    log) and Delta's data source resolvable (it is resolved before the path is looked at, so a path where
-    no table lives answers PATH_NOT_FOUND with Delta, DATA_SOURCE_NOT_FOUND without)."""
-    if "DeltaSparkSessionExtension" not in (spark.conf.get("spark.sql.extensions", "") or ""):
+def source_available(spark: Any, needs: SparkNeeds) -> bool:
+    """Whether a Spark Connect server has what ``needs`` asks for: its SQL extension configured (the
+    setting alone is not enough: Spark skips an extension whose class is missing, with a warning in the
+    server's log) and its data source resolvable (it is resolved before the path is looked at, so a path
+    where no table lives answers PATH_NOT_FOUND with the jars, DATA_SOURCE_NOT_FOUND without)."""
+    if not extension_listed(needs, spark.conf.get("spark.sql.extensions", "")):
         return False
+    if needs.data_source is None:
+        return True
     try:
-        spark.read.format("delta").load(_DELTA_PROBE_PATH).schema  # noqa: B018 - analysis only, no job
+        spark.read.format(needs.data_source).load(_PROBE_PATH).schema  # noqa: B018 - analysis only, no job
     except Exception as e:  # noqa: BLE001 - pyspark's Connect errors, by condition
         return _condition(e) != "DATA_SOURCE_NOT_FOUND"
     return True

@@ -1,4 +1,4 @@
-"""The jars of a Spark session's ``spark.jars.packages`` (the Delta jars), without resolving them again.
+"""The jars of a Spark session's ``spark.jars.packages`` (a table format's jars), without resolving them again.
 
 Ivy resolves packages at every session start, about 2-3 s even when every jar is in its cache (measured
 in docs/benchmarks.md). The first session with a given set of packages resolves them as before, and the

@@ -5,7 +5,7 @@ docs/benchmarks.md).
 Workers are forked from this process for one call and gone when it returns, so they inherit the
 imported modules (no interpreter start, nothing re-imported) and exactly the arguments of the call. A
 worker runs only pyarrow on local files: nothing in it touches the threads this process may have
-(delta-rs' runtime, object-store clients, the lease renewer), which a fork does not copy. Each worker
+(a table library's Rust runtime, object-store clients, the lease renewer), which a fork does not copy. Each worker
 asks the kernel to kill it when the thread that forked it ends (PR_SET_PDEATHSIG): a compactor killed
 mid-rewrite leaves no worker behind writing files. Ctrl-C is the parent's to handle: workers ignore it
 and finish their bin, and the parent stops the call. A worker that dies (killed, out of memory) fails

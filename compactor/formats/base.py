@@ -17,10 +17,11 @@ from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # pragma: no cover - only annotations here: an apply never loads the inspect and report models
     from compactor.engines.base import RewriteEngine
+    from compactor.engines.spark_needs import SparkNeeds
     from compactor.models.inspect import InspectFindings, InspectSettings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
-    from compactor.project.model import Target
+    from compactor.project.model import SparkSettings, Target
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,13 @@ class TableFormat(Protocol):
     marker: str
     #: finding and repairing duplicate rewrites, for a format whose log can hold them (None: it cannot)
     duplicates: RepairsDuplicates | None
+    #: the Python modules the format reads and commits through (their versions go into run results)
+    libraries: tuple[str, ...]
+
+    def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
+        """What a Spark session needs for the format's tables under the profile's ``spark`` settings (its
+        jars, static settings, how to tell a session has them: engines/spark_needs.py); () for nothing.
+        ``loads``: the session is started here (resolve what it loads), else only checked (Spark Connect)."""
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:

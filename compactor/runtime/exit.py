@@ -1,6 +1,6 @@
 """Ending the process when a command is done: every atexit handler runs and stdout and stderr are flushed,
 then the process ends without the interpreter's teardown (freeing every module's objects one by one, and
-pyarrow's and delta-rs' runtimes: 60-120 ms after a 2,000-file apply, measured in docs/benchmarks.md).
+the Rust libraries' runtimes: 60-120 ms after a 2,000-file apply, measured in docs/benchmarks.md).
 
 Only when nothing else is running: a command's own threads (rewrite pools, the lease renewer, readers)
 have ended by then. If any thread that is not a daemon is still alive, the normal exit runs, which waits

@@ -1,7 +1,7 @@
 """Named crash points: where a process may die in the middle of compactor's own I/O.
 
-The code that writes to a table calls ``crash_point("delta.before_commit")`` (and the like) between its
-steps. Disarmed, the default, a crash point does nothing. Tests arm them to prove that a process killed at
+The code that writes to a table calls ``crash_point("<format>.before_commit")`` (and the like) between
+its steps. Disarmed, the default, a crash point does nothing. Tests arm them to prove that a process killed at
 that exact point leaves the table correct (rows exactly once, no missing file in the log, nothing of
 another run deleted):
 
@@ -13,7 +13,9 @@ another run deleted):
 ``COMPACTOR_STOP_AT=<name>`` stops the process there with SIGSTOP instead (a paused process: a VM stall,
 a debugger, a cgroup freeze), for lease tests that resume it later with SIGCONT.
 
-The names in use are listed in ``POINTS`` (a test checks that every call uses one of them).
+The names in use are listed with what they mean: runtime's and the engines' in ``POINTS``, a table format's
+in its own folder (``formats/<format>/faults.py``: ``CRASH_POINTS``); a test checks that every call uses
+one of them.
 """
 
 from __future__ import annotations
@@ -23,18 +25,8 @@ import signal
 import threading
 from collections.abc import Callable
 
-#: every crash point compactor has, and where it is
+#: the crash points of runtime and the engines, and where they are (a format lists its own: module docstring)
 POINTS: dict[str, str] = {
-    "delta.journal_written": "a rewrite's journal names its outputs; nothing written yet",
-    "delta.outputs_written": "a commit group's outputs are written and verified; no pre-commit check yet",
-    "delta.before_commit": "every output written and verified; the commit not yet attempted",
-    "delta.after_commit": "the commit is in the log; the journal not yet closed",
-    "delta.repair_before_commit": "a repair's copies are written; its commit not yet attempted",
-    "delta.repair_after_commit": "a repair's commit is in the log",
-    "sink.journal_written": "a sink rewrite's journal is written; nothing else",
-    "sink.before_swap": "a sink rewrite's outputs are in place; the manifest not yet replaced",
-    "sink.after_swap": "the manifest is replaced; the ledger and journal not yet updated",
-    "delta.vacuum_listed": "a VACUUM's files are listed (apply's dry run); none deleted yet",
     "lease.acquired": "the table lease is held; nothing else done",
     "engine.worker_bin": "a local-engine worker process is about to rewrite its bin (in the worker, not in compactor's own process)",
 }

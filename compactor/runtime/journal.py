@@ -6,8 +6,8 @@ writes anything, ``<table>/_compactor/journal/<action>.json`` names what it will
 
 - ``outputs``: the exact files (compactor chooses every output name before writing it);
 - ``staging``: `_`-prefixed folders an engine writes intermediate files into (Spark);
-- ``folders``: folders an engine writes files of its own naming into (delta-rs z-order), with the
-  time window ``[started_at, last heartbeat]`` in which it did;
+- ``folders``: folders an engine writes files of its own naming into (a format's own library rewriting
+  the table itself), with the time window ``[started_at, last heartbeat]`` in which it did;
 - ``inputs`` (optional): the files the action replaces, where the format itself retires them after its
   commit (a file sink's grace-period ledger) rather than the commit doing so.
 
@@ -17,8 +17,10 @@ action ends normally; when it fails, ``ended_at`` is set and the entry is kept f
 ``recover`` (holding the table lease) deletes only what it can prove a dead run wrote and nobody
 references, every deletion through the table's deletion gate (runtime/deletion.py: the format reads what
 its log references now): named outputs; staging folders; and, in ``folders``, files written inside the
-entry's window, by delta-rs (footer ``created_by``) or torn, and older than a grace period, so that an
-appender writing into the same folder, whose commit may still be pending, is given time to commit. When
+entry's window, by that engine (the format's ``engine_wrote`` judges the writer the footer names,
+``created_by``) or torn, and older than a grace period, so that an appender writing into the same folder,
+whose commit may still be pending, is given time to commit. An entry naming folders is kept when the
+caller gives no ``engine_wrote``. When
 some named output is referenced (the run died after its commit), the entry's ``inputs`` that nothing
 references go to the caller's ``retire``; an entry with ``inputs`` is never dropped without one. Entries of runs that may still be
 running are skipped; ``live_entries`` names them, for a caller that must refuse to run beside one.
@@ -120,7 +122,8 @@ def _entry_path(action: str) -> str:
 
 def _write(storage: Storage, path: str, entry: JournalEntry) -> None:
     # no fsync on local disk: a killed process's writes survive in the page cache; only a power loss can
-    # lose an entry, and then the files it named are merely left for VACUUM (fsync cost 7 ms per action)
+    # lose an entry, and then the files it named are merely left for the format's cleanup of unreferenced files
+    # (fsync cost 7 ms per action)
     data = asdict(entry)
     if not entry.inputs:
         del data["inputs"]  # entries without inputs stay as the previous release wrote (and reads) them
@@ -187,10 +190,10 @@ class ActionJournal:
                 log.warning("could not mark the journal entry ended: %s", e)
 
 
-def _written_by_delta_rs(storage: Storage, rel: str) -> bool:
-    """delta-rs stamps ``created_by = "delta-rs version py-1.6.6"`` (older builds: ``parquet-rs``);
-    Spark writes ``parquet-mr``. A file without a readable footer is a torn write: no commit can ever
-    validly reference it, and once older than the grace period nobody is still writing it."""
+def _written_by(storage: Storage, rel: str, engine_wrote: Callable[[str], bool]) -> bool:
+    """Whether the engine of a folders entry wrote the file: ``engine_wrote`` judges the writer its footer
+    names (``created_by``). A file without a readable footer is a torn write: no commit can ever validly
+    reference it, and once older than the grace period nobody is still writing it."""
     import pyarrow.parquet as pq
 
     fs, root = storage.pyarrow_fs()
@@ -200,7 +203,7 @@ def _written_by_delta_rs(storage: Storage, rel: str) -> bool:
         if not storage.exists(rel):
             return False  # gone meanwhile: nothing to delete
         return True
-    return created_by.startswith(("delta-rs", "parquet-rs"))
+    return engine_wrote(created_by)
 
 
 def _entry_files(storage: Storage) -> tuple[list[ObjectInfo], list[str]]:
@@ -232,20 +235,24 @@ def live_entries(table_uri: str, storage_options: Mapping[str, Any] | None = Non
 def recover(table_uri: str, gate: Callable[[int | None], DeletionGate], *,
             grace_s: float = DEFAULT_ORPHAN_GRACE_S, now: float | None = None,
             storage_options: Mapping[str, Any] | None = None,
-            retire: Callable[[list[str]], None] | None = None) -> list[str]:
+            retire: Callable[[list[str]], None] | None = None,
+            engine_wrote: Callable[[str], bool] | None = None) -> list[str]:
     """Delete what dead runs left (module docstring). ``gate(since)``: the table's deletion gate
     (runtime/deletion.py), built once when some entry is to be recovered: it keeps every file the table
-    references and every file a commit after version ``since`` named (the earliest read version of the
-    entries recovered; None: none known), and every deletion goes through it. ``retire(paths)``: an
-    entry's unreferenced ``inputs`` once its commit landed. Returns deleted paths (relative to the table
-    root). Call while holding the table lease."""
+    references (the format reads its own log) and every file a commit after version ``since`` named (the
+    earliest read version of the entries recovered; None: none known), and every deletion goes through it.
+    ``retire(paths)``: an entry's unreferenced ``inputs`` once its commit landed. ``engine_wrote(created_by)``:
+    whether a file in an entry's ``folders`` was written by the engine that wrote into them, by the writer its
+    footer names (the format knows its engines). Returns deleted paths (relative to the table root). Call while
+    holding the table lease."""
     storage = storage_for(table_uri, storage_options)
     now = clock.wall() if now is None else now
     listed, jfiles = _entry_files(storage)
     for o in listed:  # temp files of entry writes a kill interrupted (local disk)
         if os.path.basename(o.path).startswith(".") and o.path.endswith(".tmp") and now - o.mtime > 60:
             storage.delete(o.path)
-    due = [(jfile, e) for jfile in jfiles if (e := _recoverable(storage, jfile, now, retire is not None))]
+    due = [(jfile, e) for jfile in jfiles
+           if (e := _recoverable(storage, jfile, now, retire is not None, engine_wrote is not None))]
     if not due:
         return []
     versions = [e.read_version for _, e in due]
@@ -260,7 +267,7 @@ def recover(table_uri: str, gate: Callable[[int | None], DeletionGate], *,
         if entry.inputs and retire is not None and referenced:  # killed after its commit
             still = table_gate.kept(entry.inputs)
             retire([rel for rel in entry.inputs if rel not in still])
-        waiting = _recover_folders(storage, entry, table_gate, grace_s, now, slack, deleted)
+        waiting = _recover_folders(storage, entry, table_gate, grace_s, now, slack, deleted, engine_wrote)
         if not waiting and not any(f in done.kept for f in entry.staging):
             storage.delete(jfile)
     if deleted:
@@ -269,7 +276,8 @@ def recover(table_uri: str, gate: Callable[[int | None], DeletionGate], *,
     return deleted
 
 
-def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool) -> JournalEntry | None:
+def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool,
+                 knows_engine: bool) -> JournalEntry | None:
     """The entry at ``jfile`` when its run provably ended and it names only what compactor writes; None (the
     entry stays) otherwise."""
     entry = _read_entry(storage, jfile)
@@ -277,6 +285,9 @@ def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool) -> 
         return None
     if entry.inputs and not can_retire:
         log.warning("keeping journal entry %s: its replaced inputs need the format's recovery", jfile)
+        return None
+    if entry.folders and not knows_engine:
+        log.warning("keeping journal entry %s: the files its engine named need the format's recovery", jfile)
         return None
     unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
              [rel for rel in entry.staging if not is_staging_folder(rel)]
@@ -307,7 +318,7 @@ def is_staging_folder(rel: str) -> bool:
 
 
 def _recover_folders(storage: Storage, entry: JournalEntry, gate: DeletionGate, grace_s: float, now: float,
-                     slack: float, deleted: list[str]) -> bool:
+                     slack: float, deleted: list[str], engine_wrote: Callable[[str], bool] | None) -> bool:
     """The folder rule for engine-named outputs; True while some candidate is still inside the grace period."""
     waiting = False
     lo, hi = entry.started_at - slack, entry.window_end() + slack
@@ -318,7 +329,7 @@ def _recover_folders(storage: Storage, entry: JournalEntry, gate: DeletionGate, 
             name = os.path.basename(rel)
             if name.startswith(("_", ".")) or not name.endswith(".parquet"):
                 continue
-            if not lo <= obj.mtime <= hi or not _written_by_delta_rs(storage, rel):
+            if not lo <= obj.mtime <= hi or engine_wrote is None or not _written_by(storage, rel, engine_wrote):
                 continue
             if now - obj.mtime < grace_s:
                 waiting = True

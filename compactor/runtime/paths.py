@@ -25,7 +25,7 @@ def local_path(uri: str) -> str:
 
 
 def join(root: str, rel: str) -> str:
-    """``root`` + "/" + ``rel``; ``rel`` may itself be absolute (a URI), as Delta logs allow."""
+    """``root`` + "/" + ``rel``; ``rel`` may itself be absolute (a URI), as a table's log may name a file."""
     if is_uri(rel) or rel.startswith("/"):
         return rel
     return f"{root.rstrip('/')}/{rel}" if rel else root.rstrip("/")

@@ -73,7 +73,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def error_text(e: BaseException | str, limit: int = 500) -> str:
     """One line from an exception's text: Rust error chains (``outer\n  ↳ cause\n   ↳ cause``, as
-    delta-rs and obstore print them) joined with ``: ``, colour codes dropped, option values redacted."""
+    the Rust storage libraries print them) joined with ``: ``, colour codes dropped, option values redacted."""
     text = _ANSI.sub("", str(e))
     parts = [ln.strip().lstrip("↳").strip() for ln in text.splitlines()]
     line = ": ".join(p for p in parts if p) or type(e).__name__

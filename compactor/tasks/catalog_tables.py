@@ -13,6 +13,7 @@ from compactor.errors import CatalogError, UnsupportedFormatError
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target
 from compactor.runtime.secrets import register_secrets
+from compactor.tasks.spark_needs import any_format
 
 #: catalog option keys whose values are credentials (never in an error, a log line or an artifact)
 SECRET_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "token", "client_secret")
@@ -58,7 +59,7 @@ def _open(policy: str, name: str, target: Target, opened: dict[str, Catalog]) ->
                            hint="declare it under the target's `catalogs:` in profiles.yml")
     if name not in opened:
         register_secrets({k: v for k, v in settings.options.items() if k in SECRET_KEYS})
-        opened[name] = open_catalog(settings, target.spark)
+        opened[name] = open_catalog(settings, target.spark, any_format(target.spark))
     return opened[name]
 
 

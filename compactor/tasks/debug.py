@@ -75,17 +75,26 @@ def _spark_checks(target: Target, spark_session: bool) -> Iterator[Check]:
             yield Check("java", r.returncode == 0, (r.stderr or r.stdout).splitlines()[0] if (r.stderr or r.stdout) else java)
     yield Check("pyspark", has_pyspark, "importable" if has_pyspark else "not installed (pip install 'compactor[spark]')")
     if spark_session and has_pyspark and (remote or shutil.which("java")):
-        try:
-            from compactor.engines.spark_session import delta_jars_available, get_or_create_session
+        yield from _session_checks(target)
 
-            spark = get_or_create_session(target.spark, purpose="`compactor debug` to check the Delta jars")
-            ok = delta_jars_available(spark)
-            if remote:
-                yield Check("delta jars", ok, f"Delta Lake {'on' if ok else 'not on'} the Spark Connect server")
+
+def _session_checks(target: Target) -> Iterator[Check]:
+    """A session started as the engine starts it, and per table format that needs jars, whether they loaded."""
+    from compactor.engines.spark_session import get_or_create_session, jars_loaded
+    from compactor.tasks.spark_needs import any_format
+
+    needs = any_format(target.spark)
+    label = " and ".join(f"{n.name} jars" for n in needs(False)) or "spark session"
+    try:
+        spark = get_or_create_session(target.spark, needs=needs, purpose=f"`compactor debug` to check the {label}")
+        for need in needs(False):
+            ok = jars_loaded(spark, need)
+            if target.spark.remote:
+                yield Check(f"{need.name} jars", ok, f"{need.name} {'on' if ok else 'not on'} the Spark Connect server")
             else:
-                yield Check("delta jars", ok, "io.delta.tables.DeltaTable loads" if ok else "not on the classpath")
-        except Exception as e:  # noqa: BLE001
-            yield Check("delta jars", False, str(e).splitlines()[0])
+                yield Check(f"{need.name} jars", ok, f"{need.jvm_class} loads" if ok else "not on the classpath")
+    except Exception as e:  # noqa: BLE001
+        yield Check(label, False, str(e).splitlines()[0])
 
 
 def _connect_check(url: str) -> Iterator[Check]:

@@ -47,8 +47,8 @@ def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: boo
         rows = [{"click_id": b * rows_per_batch + i, "country": rng.choice(["de", "fr", "us"]),
                  "user_id": rng.randrange(1000), "ts": 1_700_000_000 + b * 60 + i} for i in range(rows_per_batch)]
         (src / f"clicks-{b:04d}.json").write_text("\n".join(json.dumps(r) for r in rows))
-    # a streaming file sink needs no Delta jars (and the demo should not wait for Ivy to fetch them)
-    spark = spark or get_or_create_session(SparkSettings(delta_jars=False))
+    # a streaming file sink needs no jars of a table format (and the demo should not wait for Ivy to fetch any)
+    spark = spark or get_or_create_session(SparkSettings())
     spark.conf.set("spark.sql.streaming.fileSink.log.compactInterval", "3")
     started = time.monotonic()
     q = (spark.readStream.schema("click_id LONG, country STRING, user_id LONG, ts LONG")

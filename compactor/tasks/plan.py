@@ -130,8 +130,9 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
             if target.engine != "spark":
                 raise TableReadError(f"'{policy.name}' is a catalog table (no path): it needs the spark engine")
             from compactor.engines.spark_session import resolve_catalog_path
+            from compactor.tasks.spark_needs import any_format
 
-            path = resolve_catalog_path(policy.name, target.spark)
+            path = resolve_catalog_path(policy.name, target.spark, any_format(target.spark))
         assert path is not None
         try:
             return get_format(policy.format).read_state(TableLocation(path, target.storage_options), policy)

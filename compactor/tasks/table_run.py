@@ -38,21 +38,26 @@ log = logging.getLogger(__name__)
 
 
 class Engines:
-    """The rewrite engine of the target, created on first use and shared by every table of the run."""
+    """The rewrite engine of the target, created on first use and shared by every table of the run.
+    ``formats``: the formats of the run's tables (what a Spark session needs for them: tasks/spark_needs.py)."""
 
-    def __init__(self, target: Target, engine: RewriteEngine | None) -> None:
-        self.target, self.engine, self.created = target, engine, False
+    def __init__(self, target: Target, engine: RewriteEngine | None, formats: Sequence[str] = ()) -> None:
+        self.target, self.engine, self.created, self.formats = target, engine, False, tuple(formats)
 
     def __call__(self) -> RewriteEngine:
         if self.engine is None:
             from compactor.engines.registry import create_engine
+            from compactor.tasks.spark_needs import needs_of
 
-            self.engine = create_engine(self.target)
+            self.engine = create_engine(self.target, needs_of(self.formats, self.target.spark))
             self.created = True
         return self.engine
 
     def versions(self) -> dict[str, str]:
-        return self.engine.versions() if self.engine is not None else {}
+        """The engine's libraries and the run's formats' (none when no engine ran)."""
+        from compactor.tasks.spark_needs import library_versions
+
+        return {**self.engine.versions(), **library_versions(self.formats)} if self.engine is not None else {}
 
     def close(self) -> None:
         if self.created and self.engine is not None:

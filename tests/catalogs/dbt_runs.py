@@ -12,7 +12,7 @@ import sys
 
 
 def main(project: str, metastore: str, warehouse: str, first: int, last: int, seed: bool) -> int:
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
 
     spark = build_session("local[2]", "dbt", {
         "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": warehouse,

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.spark
 
 SETUP = textwrap.dedent("""
     import sys
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
     metastore, warehouse = sys.argv[1], sys.argv[2]
     spark = build_session("local[2]", "hive-setup", {
         "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": warehouse,
@@ -108,7 +108,7 @@ def test_a_discover_over_a_hive_metastore_plans_and_compacts_the_selected_delta_
 
 HOLD = textwrap.dedent("""
     import sys
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
     metastore, warehouse = sys.argv[1], sys.argv[2]
     spark = build_session("local[1]", "holds-the-metastore", {
         "spark.sql.catalogImplementation": "hive", "spark.sql.warehouse.dir": warehouse,

@@ -46,7 +46,7 @@ def roundtrip(args: argparse.Namespace) -> dict:
     times = {"session": time.monotonic() - t0}
     from pyspark.sql import functions as F
 
-    from compactor.engines.spark_session import delta_sql_enabled
+    from compactor.formats.delta.spark import delta_sql_enabled
 
     if not delta_sql_enabled(spark):
         return {"delta": False}

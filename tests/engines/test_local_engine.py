@@ -234,7 +234,7 @@ def test_batched_local_inputs_give_what_file_by_file_reads_give(tmp_path: Path, 
     footer and rows a file-by-file read gives, whatever the batch limits; an unreadable input in the middle
     of a batch fails the bin naming that input."""
     from compactor.engines import local
-    from compactor.engines.base import BinJob
+    from compactor.engines.base import BinInput, BinJob, inputs_at
     from compactor.errors import ApplyError
 
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -244,9 +244,9 @@ def test_batched_local_inputs_give_what_file_by_file_reads_give(tmp_path: Path, 
         pq.write_table(pa.table({"id": pa.array(range(i * 3, i * 3 + 3), pa.int64()), "v": ["a", None, str(i)]}),
                        path)
         inputs.append(str(path))
-    job = BinJob(tuple(inputs), str(tmp_path / "out.parquet"), str(tmp_path / "_staging"))
+    job = BinJob(inputs_at(*inputs), str(tmp_path / "out.parquet"), str(tmp_path / "_staging"))
     engine = local.LocalEngine(threads=1)
-    expected = [engine._read(x, schema, job) for x in inputs]
+    expected = [engine._read(BinInput(x), schema, job) for x in inputs]
     for files, size in ((16, 16 << 20), (5, 16 << 20), (16, 1), (1, 16 << 20)):
         monkeypatch.setattr(local, "BATCH_FILES", files)
         monkeypatch.setattr(local, "BATCH_BYTES", size)

@@ -123,7 +123,7 @@ def test_the_key_follows_the_class_path(cache: Path, tmp_path: Path) -> None:
 
 SESSION = textwrap.dedent("""
     import json, os, signal, sys, time
-    from compactor.engines.spark_session import build_session
+    from compactor.formats.delta.spark import build_session
     out, options, kill = sys.argv[1], sys.argv[2], sys.argv[3] == "kill"
     conf = {"spark.ui.showConsoleProgress": "false"}
     if options:

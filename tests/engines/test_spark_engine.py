@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.engines.spark import LISTING_TASKS, LOCAL_LISTING_TASKS, SparkEngine
-from compactor.engines.spark_sql import optimize_sql, partition_predicate, vacuum_sql
+from compactor.engines.spark import SparkEngine
+from compactor.engines.spark_sql import partition_predicate
+from compactor.formats.delta.spark import LISTING_TASKS, LOCAL_LISTING_TASKS, listing_conf
+from compactor.formats.delta.spark_sql import optimize_sql, vacuum_sql
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
 from tests.apply.helpers import (
@@ -243,10 +245,10 @@ def test_vacuum_lists_in_a_few_tasks_in_a_local_session_unless_the_user_says(del
     (41-66 s for a table of two folders on local[2]): a local session where it is unset lists in
     LOCAL_LISTING_TASKS; a user's own setting stays."""
     engine = SparkEngine(SPARK)
-    assert engine._listing_conf() == {LISTING_TASKS: str(LOCAL_LISTING_TASKS)}
+    assert listing_conf(engine) == {LISTING_TASKS: str(LOCAL_LISTING_TASKS)}
     delta_spark.conf.set(LISTING_TASKS, "100")
     try:
-        assert engine._listing_conf() == {}
+        assert listing_conf(engine) == {}
     finally:
         delta_spark.conf.unset(LISTING_TASKS)
 

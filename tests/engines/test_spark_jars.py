@@ -67,7 +67,7 @@ def test_nothing_is_remembered_of_jars_that_are_not_local_files_nor_from_a_damag
 
 SESSION = """
 import json, sys
-from compactor.engines.spark_session import build_session, delta_sql_enabled
+from compactor.formats.delta.spark import build_session, delta_sql_enabled
 spark = build_session("local[1]", "jars", {"spark.ui.showConsoleProgress": "false"}, delta_jars=True)
 conf = spark.sparkContext.getConf()
 spark.range(3).write.format("delta").save(sys.argv[1])
@@ -110,7 +110,7 @@ def test_forget_drops_a_resolution(tmp_path: Path, cache: Path) -> None:
 
 REUSED = """
 import sys
-from compactor.engines.spark_session import build_session
+from compactor.formats.delta.spark import build_session
 first = build_session("local[1]", "first", {"spark.ui.showConsoleProgress": "false"}, delta_jars=True)
 again = build_session("local[1]", "again", {"spark.ui.showConsoleProgress": "false"}, delta_jars=False,
                       packages=["org.example:nothing:1.0"])
@@ -120,7 +120,7 @@ first.stop()
 
 BROKEN = """
 import json, sys
-from compactor.engines.spark_session import build_session, delta_sql_enabled
+from compactor.formats.delta.spark import build_session, delta_sql_enabled
 spark = build_session("local[1]", "broken", {"spark.ui.showConsoleProgress": "false"}, delta_jars="auto")
 print(json.dumps({"delta": delta_sql_enabled(spark)}))
 spark.stop()
@@ -152,7 +152,7 @@ def test_remembered_jars_that_do_not_load_delta_are_forgotten(tmp_path: Path, ca
     """A remembered jar that no longer holds Delta (rewritten in place with its size and time kept) starts a
     session without Delta, as a failed resolution does under ``delta_jars: auto``, and is forgotten."""
     _spark_available()
-    from compactor.engines.spark_session import _delta_pip_settings
+    from compactor.formats.delta.spark import _delta_pip_settings
 
     settings = _delta_pip_settings(())
     if settings is None:

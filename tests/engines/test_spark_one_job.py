@@ -158,7 +158,7 @@ def test_the_name_map_reads_back_every_name_and_is_folded_to_a_constant(spark) -
 def test_a_group_with_a_file_that_predates_a_rename_fails_and_leaves_no_staging(spark, tmp_path: Path) -> None:
     """The group's footers are read while Spark writes: a file holding `id` where the table says
     `user_id` still fails the group (nothing is returned to commit), and what Spark wrote is deleted."""
-    from compactor.engines.base import BinJob
+    from compactor.engines.base import BinJob, inputs_at
     from compactor.errors import VerificationError
 
     def write(name: str, column: str) -> str:
@@ -166,9 +166,9 @@ def test_a_group_with_a_file_that_predates_a_rename_fails_and_leaves_no_staging(
         return str(tmp_path / name)
 
     stage = tmp_path / "_compactor_staging_x"
-    jobs = [BinJob((write("a.parquet", "user_id"), write("b.parquet", "user_id")), str(tmp_path / "out0.parquet"),
+    jobs = [BinJob(inputs_at(write("a.parquet", "user_id"), write("b.parquet", "user_id")), str(tmp_path / "out0.parquet"),
                    str(stage)),
-            BinJob((write("c.parquet", "id"), write("d.parquet", "user_id")), str(tmp_path / "out1.parquet"),
+            BinJob(inputs_at(write("c.parquet", "id"), write("d.parquet", "user_id")), str(tmp_path / "out1.parquet"),
                    str(tmp_path / "_compactor_staging_y"))]
     before = _jobs(spark)
     with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from compactor.engines.parquet_stats import MAX_STRING_STAT, check_written_schema, footer_stats
+from compactor.engines.footer_facts import check_written_schema
+from compactor.formats.delta.stats import MAX_STRING_STAT, footer_stats
 
 
 def test_footer_stats_follow_delta_rules(tmp_path: Path) -> None:

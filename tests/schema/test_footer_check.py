@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from compactor.engines.base import BinJob, IgnoredColumn
+from compactor.engines.base import BinJob, IgnoredColumn, inputs_at
 from compactor.engines.footer_check import column_problem
 from compactor.engines.local import LocalEngine
 from compactor.errors import VerificationError
@@ -22,7 +22,7 @@ def _write(path: Path, table: pa.Table) -> str:
 def test_a_file_that_predates_a_rename_is_refused_not_null_filled(tmp_path: Path) -> None:
     a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64())}))
     schema = pa.schema([("user_id", pa.int64())])
-    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
+    job = BinJob(inputs_at(a), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
     with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):
         LocalEngine().rewrite([job], schema)
 
@@ -31,7 +31,7 @@ def test_a_column_added_later_is_null_for_older_files_and_verifies(tmp_path: Pat
     old = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64())}))
     new = _write(tmp_path / "b.parquet", pa.table({"id": pa.array([3], pa.int64()), "v": pa.array(["x"])}))
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    (w,) = LocalEngine().rewrite([BinJob((old, new), str(tmp_path / "out.parquet"), str(tmp_path / "_s"))], schema)
+    (w,) = LocalEngine().rewrite([BinJob(inputs_at(old, new), str(tmp_path / "out.parquet"), str(tmp_path / "_s"))], schema)
     out = pq.read_table(w.location)
     assert out.column("v").to_pylist() == [None, None, "x"] and out.column("id").to_pylist() == [1, 2, 3]
 
@@ -39,7 +39,7 @@ def test_a_column_added_later_is_null_for_older_files_and_verifies(tmp_path: Pat
 def test_partition_columns_stored_in_files_are_dropped(tmp_path: Path) -> None:
     a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1], pa.int64()), "date": ["2024-01-01"]}))
     schema = pa.schema([("id", pa.int64())])
-    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), partition_columns=("date",))
+    job = BinJob(inputs_at(a), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), partition_columns=("date",))
     (w,) = LocalEngine().rewrite([job], schema)
     assert pq.read_table(w.location).column_names == ["id"]
 
@@ -67,7 +67,7 @@ def test_the_spark_engine_refuses_a_file_that_predates_a_rename(tmp_path: Path, 
 
     a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64())}))
     schema = pa.schema([("user_id", pa.int64())])
-    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
+    job = BinJob(inputs_at(a), str(tmp_path / "out.parquet"), str(tmp_path / "_stage"))
     with pytest.raises(VerificationError, match="holds column.s. id .* lacks user_id"):
         SparkEngine(Target(engine="spark")).rewrite([job], schema)
 
@@ -85,7 +85,7 @@ def test_change_data_bookkeeping_columns_are_dropped_once_the_footer_proves_them
                                                  "__is_cdc": pa.array([False, False])}))
     b = _write(tmp_path / "b.parquet", pa.table({"id": pa.array([3], pa.int64())}))
     schema = pa.schema([("id", pa.int64())])
-    job = BinJob((a, b), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    job = BinJob(inputs_at(a, b), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
     eng = LocalEngine() if engine == "local" else _spark_engine(request)
     (w,) = eng.rewrite([job], schema)
     out = pq.read_table(w.location)
@@ -106,7 +106,7 @@ def _spark_engine(request):
 ])
 def test_a_bookkeeping_column_holding_data_is_refused(tmp_path: Path, columns, why: str) -> None:
     a = _write(tmp_path / "a.parquet", pa.table({"id": pa.array([1, 2], pa.int64()), **columns}))
-    job = BinJob((a,), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    job = BinJob(inputs_at(a), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
     with pytest.raises(VerificationError, match=why.replace("(", r"\(").replace(".", r"\.")):
         LocalEngine().rewrite([job], pa.schema([("id", pa.int64())]))
 
@@ -115,6 +115,6 @@ def test_a_bookkeeping_column_without_statistics_is_refused(tmp_path: Path) -> N
     path = tmp_path / "a.parquet"
     pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "_change_type": pa.nulls(1, pa.string())}), path,
                    write_statistics=False)
-    job = BinJob((str(path),), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
+    job = BinJob(inputs_at(str(path)), str(tmp_path / "out.parquet"), str(tmp_path / "_s"), ignored=CHANGE_DATA)
     with pytest.raises(VerificationError, match="no statistics to prove"):
         LocalEngine().rewrite([job], pa.schema([("id", pa.int64())]))

@@ -24,11 +24,13 @@ from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # the inspect, report and writer models are loaded by the commands that use them
+    from compactor.engines.spark_needs import SparkNeeds
     from compactor.formats.delta.detection import Detection
     from compactor.formats.delta.log import Commit
     from compactor.models.inspect import InspectFindings, InspectSettings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
+    from compactor.project.model import SparkSettings
 
 
 def duplicate_facts(table: TableLocation, version: int | None,
@@ -102,6 +104,12 @@ class DeltaFormat:
     name = "delta"
     marker = "_delta_log"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = DeltaDuplicates()
+    libraries: tuple[str, ...] = ("deltalake",)
+
+    def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
+        from compactor.formats.delta.spark import spark_needs
+
+        return spark_needs(spark.delta_jars, loads)
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
@@ -161,13 +169,14 @@ class DeltaFormat:
         return run_group(actions, ctx)
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
+        from compactor.formats.delta.native import written_by_delta_rs
         from compactor.formats.delta.references import references
         from compactor.runtime.journal import recover
 
         # every file the log references now, every tombstone counted (no retention: that is VACUUM's), and
         # every file a commit since the dead runs' read versions named
         return recover(table.uri, lambda since: references(table, named_since=since), grace_s=grace_s,
-                       storage_options=table.storage_options)
+                       storage_options=table.storage_options, engine_wrote=written_by_delta_rs)
 
     def open_session(self, table: TableLocation) -> TableSession:
         from compactor.formats.delta.session import DeltaSession

@@ -191,7 +191,7 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     removed = [r for r in removed if others.get(r.path, own.version) >= own.version]
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.engines.parquet_stats import footer_stats
+    from compactor.formats.delta.stats import footer_stats
     from compactor.runtime.paths import filesystem, join
 
     lost = missing_outputs(where, [r.path for r in removed])

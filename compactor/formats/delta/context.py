@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
 from compactor.engines.base import RewriteEngine
+from compactor.engines.spark_needs import SparkNeeds
 from compactor.errors import (
     PlanError,
     UnsupportedTableError,
@@ -29,6 +31,7 @@ from compactor.planning.actions import (
     RewriteAction,
     ZOrderAction,
 )
+from compactor.project.model import SparkSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
@@ -38,20 +41,29 @@ log = logging.getLogger(__name__)
 
 @runtime_checkable
 class SqlEngine(Protocol):
-    """An engine that runs Delta SQL (the spark engine): what native OPTIMIZE and VACUUM need. The local
-    engine is not one; compactor's rewrite needs only ``RewriteEngine``."""
+    """An engine that runs SQL in a Spark session (the spark engine): what Delta's native OPTIMIZE and
+    VACUUM need of it (formats/delta/spark.py builds them from these neutral primitives). The local engine
+    is not one; compactor's rewrite needs only ``RewriteEngine``. No member opens the session when
+    ``isinstance`` looks for it (Python 3.11 reads each member)."""
+
+    @property
+    def settings(self) -> SparkSettings: ...
+
+    def is_spark_connect(self) -> bool: ...
+
+    def provides(self, needs: SparkNeeds) -> bool: ...
 
     def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]: ...
 
+    def setting(self, key: str) -> str | None: ...
+
+    def local_master(self) -> bool: ...
+
+    def session_conf(self, conf: Mapping[str, str]) -> AbstractContextManager[None]: ...
+
+    def temp_view(self, rows: Sequence[tuple[Any, ...]], schema: str) -> AbstractContextManager[str]: ...
+
     def hadoop_path(self, uri: str) -> str: ...
-
-    def delta_sql_available(self) -> bool: ...
-
-    def native_commits_safe(self, uri: str) -> bool: ...
-
-    def vacuum_listing(self, path: str, retention_hours: int) -> list[str]: ...
-
-    def vacuum_files(self, path: str, retention_hours: int, files: Sequence[tuple[str, int, float]]) -> None: ...
 
 
 def handle(ctx: ActionContext) -> DeltaTable:
@@ -136,9 +148,11 @@ def uses_native(action: RewriteAction, engine: RewriteEngine, uri: str = "", sta
     own rewrite (Spark writes the planned bins, delta-rs commits after its checks: 0.57x a hand-run
     OPTIMIZE in bench/spark_scale.py, against 1.15x for OPTIMIZE in commit groups) unless only OPTIMIZE
     can do the job (``only_native_can``; ``state`` None: not known, OPTIMIZE)."""
+    from compactor.formats.delta.spark import delta_sql_available, native_commits_safe
+
     if not isinstance(engine, SqlEngine) or action.method == "rewrite":
         return False
-    available = engine.delta_sql_available()  # type: ignore[attr-defined]
+    available = delta_sql_available(engine)
     if action.method == "optimize" and not available:
         raise UnsupportedTableError("compaction.method optimize needs the Delta Lake jars in the Spark session",
                                     hint="set spark.delta_jars in the profile, or use method rewrite")
@@ -146,7 +160,7 @@ def uses_native(action: RewriteAction, engine: RewriteEngine, uri: str = "", sta
         return available
     if state is not None and not only_native_can(action, state):
         return False
-    if not engine.native_commits_safe(uri):  # type: ignore[attr-defined]
+    if not native_commits_safe(engine, uri):
         log.info("%s: delta-spark's S3 log store is single-driver: rewriting and committing through delta-rs", uri)
         return False
     return True

@@ -13,6 +13,8 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.formats.delta.spark import delta_sql_available, native_commits_safe, vacuum_files
+from compactor.formats.delta.spark import vacuum_listing as spark_vacuum_listing
 from compactor.formats.delta.vacuum_listing import VacuumListing, present, stored_names, vacuum_listing
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import (
@@ -44,8 +46,7 @@ def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
                               "without a reviewed list")
     engine: Any = ctx.engine() if ctx.target.engine == "spark" else None
     listing = vacuum_listing(ctx.location, hours)
-    if isinstance(engine, SqlEngine) and engine.delta_sql_available() \
-            and engine.native_commits_safe(ctx.table.path):
+    if isinstance(engine, SqlEngine) and delta_sql_available(engine) and native_commits_safe(engine, ctx.table.path):
         return _vacuum_with_spark(action, ctx, engine, hours, listing)
     if action.dry_run_first:
         unreviewed("VACUUM would now delete", listing.files, action)
@@ -95,7 +96,7 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
     any listed file a commit since references again. What it deleted: the files no longer on storage after
     it."""
     path = engine.hadoop_path(ctx.table.path)
-    names = stored_names(engine.vacuum_listing(path, hours), path)
+    names = stored_names(spark_vacuum_listing(engine, path, hours), path)
     kept = dict(listing.gate.kept(tuple(names)))
     for name in names:
         if name not in kept and name not in listing.objects:
@@ -108,7 +109,7 @@ def _vacuum_with_spark(action: VacuumAction, ctx: ActionContext, engine: SqlEngi
         return _outcome(ctx, Deletion(deleted=candidates, kept=kept), "delta-spark")
     fence(ctx)
     on_store = listing.objects
-    engine.vacuum_files(path, hours, [(names[f], on_store[f].size, on_store[f].mtime) for f in candidates])
+    vacuum_files(engine, path, hours, [(names[f], on_store[f].size, on_store[f].mtime) for f in candidates])
     still = set(present(candidates, ctx.location))
     kept.update({f: "delta-spark kept it: referenced again by a commit since the listing, or not old enough by "
                     "the driver's clock" for f in still})

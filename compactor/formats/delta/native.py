@@ -37,6 +37,13 @@ from compactor.runtime.paths import join
 log = logging.getLogger(__name__)
 
 
+def written_by_delta_rs(created_by: str) -> bool:
+    """Whether a parquet footer's writer (``created_by``) is delta-rs, which writes a z-order's files under
+    names of its own (the journal's folder rule, runtime/journal.py): it stamps ``delta-rs version
+    py-1.6.6`` (older builds: ``parquet-rs``); Spark writes ``parquet-mr``."""
+    return created_by.startswith(("delta-rs", "parquet-rs"))
+
+
 def partition_filters(partition: Mapping[str, str | None]) -> list[tuple[str, str, Any]] | None:
     """delta-rs partition filters for one partition. A null partition value must be written as "":
     delta-rs rejects None (measured with deltalake 1.6.6)."""
@@ -101,7 +108,7 @@ def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: in
 
 
 def _footer_rows(table: TableLocation, path: str) -> int:
-    from compactor.engines.parquet_stats import footer_rows
+    from compactor.engines.footer_facts import footer_rows
 
     return footer_rows([join(table.uri, path)], table.storage_options)
 
@@ -114,7 +121,7 @@ def native_optimize(action: RewriteAction, ctx: ActionContext, engine: Any) -> A
 def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, engine: Any) -> list[ActionOutcome]:
     """One delta-spark OPTIMIZE over the actions' partitions (same settings), one commit; rows verified
     over the whole commit, files and rows reported per partition."""
-    from compactor.engines.spark_sql import optimize_conf, optimize_sql
+    from compactor.formats.delta.spark_sql import optimize_conf, optimize_sql
 
     uri = ctx.table.path
     dt = handle(ctx)
@@ -126,16 +133,9 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
     z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
     clustered = "clustering" in ctx.state.protocol.writer_features
     sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
-    before = {k: engine.spark.conf.get(k, None) for k in conf}
     fence(ctx)
-    try:
-        engine.sql(sql, conf)
-    finally:  # the user's session settings as they were (an active session is the user's own)
-        for k, v in before.items():
-            if v is None:
-                engine.spark.conf.unset(k)
-            else:
-                engine.spark.conf.set(k, v)
+    with engine.session_conf(conf):  # the user's session settings as they were after (an active session is theirs)
+        engine.sql(sql)
     own = find_commit(ctx.location, read_version, ctx.commit_metadata[MARKER], timeout_s=1)
     if own is None:
         return [ActionOutcome(version_before=read_version, version_after=read_version,

@@ -209,7 +209,7 @@ def execute(table: TableLocation, detection: Detection, *,
     from deltalake import DeltaTable
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.engines.parquet_stats import footer_stats
+    from compactor.formats.delta.stats import footer_stats
 
     uri = table.uri
     so = dict(table.storage_options or {}) or None

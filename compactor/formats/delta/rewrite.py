@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile
+from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile, inputs_at
 from compactor.errors import (
     ApplyError,
     CompactorError,
@@ -46,6 +46,7 @@ from compactor.formats.delta.log import Commit
 from compactor.formats.delta.references import references
 from compactor.formats.delta.session import DeltaSession, session_of
 from compactor.formats.delta.settle import check_commit, discard_uncommitted
+from compactor.formats.delta.stats import delta_stats
 from compactor.models.results import ActionDetails, CommitReverted
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
@@ -74,7 +75,7 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
         folder = posixpath.dirname(b[0])
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
-        jobs.append(BinJob(tuple(join(uri, p) for p in b), join(uri, out), join(uri, stage), sort_by,
+        jobs.append(BinJob(inputs_at(*(join(uri, p) for p in b)), join(uri, out), join(uri, stage), sort_by,
                            tuple(action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
@@ -82,11 +83,13 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
 
 
 def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]) -> None:
-    """Rows read (input footers) == rows written (output footer), bin by bin, before anything commits."""
+    """Rows written (output footer) == rows read (input footers) less the rows the bin dropped, bin by bin,
+    before anything commits (column by column the engine checked them: engines/footer_check.py)."""
     for b, w in zip(bins, written):
-        if w.rows != w.rows_in:
+        if w.rows != w.rows_kept:
+            held = f"{w.rows_in}" if not w.rows_dropped else f"{w.rows_kept} ({w.rows_in} less {w.rows_dropped} dropped)"
             raise VerificationError(f"the rewrite of {len(b)} file(s) into {w.location} wrote {w.rows} rows, "
-                                    f"the inputs hold {w.rows_in}; nothing was committed")
+                                    f"the inputs hold {held}; nothing was committed")
 
 
 @dataclass
@@ -239,7 +242,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         crash_point("delta.outputs_written")
         files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
         for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
-            added = [NewFile(rel, w.size, dict(a.partition), w.stats, w.rows)
+            added = [NewFile(rel, w.size, dict(a.partition), delta_stats(w.facts), w.rows)
                      for rel, w in zip(prepared.outputs[cut], written[cut])]
             files.append(([ins[p] for p in a.input_paths], added, written[cut]))
         stale = _stale_members(where, read_version, files)

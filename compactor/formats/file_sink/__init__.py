@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compactor.errors import ApplyError
 from compactor.formats.base import (
@@ -25,11 +25,19 @@ from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.engines.spark_needs import SparkNeeds
+    from compactor.project.model import SparkSettings
+
 
 class FileSinkFormat:
     name = "spark_file_sink"
     marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
+    libraries: tuple[str, ...] = ()
+
+    def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
+        return ()  # Spark's own file sink: no jars, no settings (the writer's are `compactor compile`'s)
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:

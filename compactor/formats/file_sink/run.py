@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from compactor.engines.base import BinJob
+from compactor.engines.base import BinJob, inputs_at
 from compactor.errors import ApplyError, PlanError, SinkGuardError, StalePlanError, VerificationError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.file_sink.location import SinkRoot
@@ -100,7 +100,7 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         final = _join(folder, f"part-{uuid.uuid4()}-compactor.c000.snappy.parquet")
         finals.append(final)
         stagings.append(staging)
-        jobs.append(BinJob(tuple(sink.location(rels[p]) for p in b), sink.location(final),
+        jobs.append(BinJob(inputs_at(*(sink.location(rels[p]) for p in b)), sink.location(final),
                            sink.location(staging)))
     journal = ActionJournal(sink.uri, ctx.commit_metadata.get("compactor.run_id", ""), _journal_name(ctx), None,
                             outputs=finals, staging=stagings, inputs=[rels[p] for p in action.input_paths],
@@ -108,13 +108,13 @@ def run_sink_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     try:
         with journal:  # on storage before anything is written; kept, marked ended, when the rewrite fails
             crash_point("sink.journal_written")
-            schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.inputs}]),
-                               {i for j in jobs for i in j.inputs}, ctx)
+            schema = _instants(pa.unify_schemas([_read_schema(i, ctx) for i in {i for j in jobs for i in j.locations}]),
+                               {i for j in jobs for i in j.locations}, ctx)
             written = _engine(ctx).rewrite(jobs, schema)
             for job, w in zip(jobs, written):
-                if w.rows != w.rows_in:
+                if w.rows != w.rows_kept:
                     raise VerificationError(f"rewrite of {len(job.inputs)} file(s) produced {w.rows} rows, "
-                                            f"expected {w.rows_in}")
+                                            f"expected {w.rows_kept}")
             rows_in = rows_out = sum(w.rows for w in written)
             bytes_in = sum(int(sizes.get(p) or 0) for p in action.input_paths)
             new_entries = [(SinkRoot.sibling_entry(b[0], final.rsplit("/", 1)[-1]), w.size)

@@ -147,7 +147,7 @@ class Storage(ABC):
         return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
     def full_uri(self, path: str = "") -> str:
-        """The URI (or absolute local path) of ``path``: what delta-rs or Spark are given."""
+        """The URI (or absolute local path) of ``path``: what a table library or Spark is given."""
         return self.uri if not path else f"{self.uri}/{path.strip('/')}"
 
     def _folder(self, prefix: str) -> str:

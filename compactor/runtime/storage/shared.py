@@ -33,7 +33,7 @@ def storage_for(uri: str, storage_options: Mapping[str, Any] | None = None) -> S
 def locate(location: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str]:
     """The shared Storage of the bucket/container (object stores) or of ``/`` (local disk) that holds
     ``location``, and the path of ``location`` relative to it. Object-store paths are taken literally
-    (Delta paths are logical: a ``%`` in them is a ``%`` in the key); ``file://`` URIs are decoded."""
+    (a table's paths are logical: a ``%`` in them is a ``%`` in the key); ``file://`` URIs are decoded."""
     parts = urlsplit(location)
     scheme = parts.scheme.lower()
     if scheme in SCHEMES:
