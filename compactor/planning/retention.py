@@ -52,7 +52,9 @@ def declared_properties(retention: Retention) -> dict[str, str]:
     return wanted
 
 
-def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action], list[Skip]]:
+def plan_retention(retention: Retention, state: TableState,
+                   listed: tuple[str, ...] | None) -> tuple[list[Action], list[Skip]]:
+    """``listed``: the files a VACUUM at the policy's retention would delete now (None: not listed)."""
     actions: list[Action] = []
     skips: list[Skip] = []
     wanted = {DELETED: retention.deleted_file_retention}
@@ -76,7 +78,6 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
     elif not changes:
         skips.append(Skip(SkipReason.RETENTION_IN_SYNC, None, {k: state.properties.get(k) for k in wanted},
                           "table properties match the declared retention"))
-    listed = state.vacuum_candidates
     if retention.vacuum.enabled and listed == () and not changes:
         # converged: a table that needs nothing gets no action (plan --detailed-exitcode 0); a plan that
         # changes the retention properties keeps its vacuum (it runs under the new retention)

@@ -123,14 +123,14 @@ class DeltaFormat:
                 state = loading.result()
         else:
             state = read_delta_state(table)
+        facts = delta_facts(state)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
-            state = replace(state, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
+            facts = replace(facts, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
         if planning:  # (apply runs the planned repair)
-            facts = early[1] if early is not None and early[0] == state.version else \
-                duplicate_facts(table, state.version)
-            state = replace(state, extra=replace(delta_facts(state), duplicates=facts))
-        return state
+            facts = replace(facts, duplicates=early[1] if early is not None and early[0] == state.version
+                            else duplicate_facts(table, state.version))
+        return state if facts is state.extra else replace(state, extra=facts)
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
         from compactor.formats.delta.plan import plan_delta_table

@@ -80,7 +80,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     else:
         skips.append(Skip(SkipReason.DISABLED, None, {}, "compaction.enabled is false"))
     if policy.retention is not None:
-        acts, sk = plan_retention(policy.retention, state)
+        acts, sk = plan_retention(policy.retention, state, delta_facts(state).vacuum_candidates)
         actions += acts
         skips += sk
     repair = _repair_action(state)
