@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # pragma: no cover - loading a plan loads its formats' words (formats/*/actions.py), which
+    # load this model before the command decides how pyarrow loads (compactor/runtime/pyarrow_numpy.py)
+    import pyarrow as pa
 
 #: columns of ``TableState.files``; partition values follow as "partition.<col>" (string, nullable)
 FILE_COLUMNS = ("path", "size_bytes", "modification_time", "num_records")
@@ -55,7 +57,7 @@ class TableState:
     def total_bytes(self) -> int:
         if self.files.num_rows == 0:
             return 0
-        import pyarrow.compute as pc  # here, not at the top: an apply never loads it (compactor/formats/delta/state.py)
+        import pyarrow.compute as pc  # here, not at the top: an apply never loads it (tests/cli/test_lean_imports.py)
 
         return int(pc.sum(self.files.column("size_bytes")).as_py() or 0)
 
@@ -65,6 +67,8 @@ def files_table(
 ) -> pa.Table:
     """Build a ``TableState.files`` table from dicts (path, size_bytes, modification_time,
     num_records, and partition values either as ``partition: {col: value}`` or ``partition.<col>``)."""
+    import pyarrow as pa
+
     cols: dict[str, list[Any]] = {c: [] for c in FILE_COLUMNS}
     pcols: dict[str, list[Any]] = {f"partition.{c}": [] for c in partition_columns}
     for r in rows:

@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from compactor.output.text import plural, safe
+from compactor.planning.actions import partition_label
 from compactor.planning.explain import Advice, skip_lines
-from compactor.planning.plan import REWRITE_ACTIONS, Action, Plan, Skip, TablePlan
+from compactor.planning.plan import Action, Plan, Skip, TablePlan
 from compactor.units import format_size
-
-REWRITES = REWRITE_ACTIONS
-
-
-def _part(p: Mapping[str, Any] | None) -> str:
-    if not p:
-        return "(table)"
-    return "/".join(f"{k}={v if v is not None else 'null'}" for k, v in p.items())
 
 
 def _skip_summary(skips: Iterable[Skip]) -> str:
@@ -29,21 +22,8 @@ def _skip_summary(skips: Iterable[Skip]) -> str:
 
 
 def _action_row(a: Action) -> tuple[str, ...]:
-    if a.type in REWRITES:
-        return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}",
-                format_size(a.input_bytes), "-" if a.rows is None else f"{a.rows:,}")
-    if a.type == "set_properties":
-        props = ", ".join(f"{k}={v}" for k, v in a.params().get("properties", {}).items())
-        return (a.type, "(table)", "", "", props)
-    if a.type == "vacuum":
-        n = a.params().get("files_to_delete")
-        return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params().get('retention_hours')}h")
-    if a.type == "repair":
-        p = a.params()
-        return (a.type, "(table)", f"remove {len(p['remove'])}, restore {len(p['restore'])}", format_size(a.input_bytes),
-                f"{'?' if a.rows is None else f'{a.rows:,}'} extra row(s) out (versions "
-                f"{', '.join(map(str, p['anomalies']))})")
-    return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
+    row = a.row()  # each action type says how it reads (planning/actions.py ActionRow)
+    return (a.type, row.partition, row.files, row.bytes, row.detail)
 
 
 def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20,
@@ -81,7 +61,7 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
                 console.print(f"  skipped {safe(line)}", highlight=False, soft_wrap=True)
             if partitions:
                 for s in t.skipped:
-                    console.print(f"    {safe(_part(s.partition))}: {safe(s.reason)} - {safe(s.message)}")
+                    console.print(f"    {safe(partition_label(s.partition))}: {safe(s.reason)} - {safe(s.message)}")
         console.print(f"  files {t.files_before} -> {t.files_after}")
     tot = plan.totals
     console.print(
@@ -101,7 +81,7 @@ def render_markdown(plan: Plan) -> str:
              "| table | version | actions | files before → after | bytes to rewrite | skipped |",
              "|---|---:|---:|---|---:|---|"]
     for t in plan.tables:
-        rw = sum(a.input_bytes for a in t.actions if a.type in REWRITES)
+        rw = sum(a.input_bytes for a in t.actions if a.rewrites)
         kinds = Counter(a.type for a in t.actions)
         acts = ", ".join(f"{k} ×{n}" for k, n in kinds.items()) or "none"
         status = f"**error**: {t.error}" if t.error else _skip_summary(t.skipped) or "-"
@@ -111,13 +91,13 @@ def render_markdown(plan: Plan) -> str:
         lines.append(f"| `{t.name}` | {t.version if t.version is not None else '-'} | {acts} | "
                      f"{t.files_before} → {t.files_after} | {format_size(rw)} | {status} |")
     for t in plan.tables:
-        rewrites = [a for a in t.actions if a.type in REWRITES]
+        rewrites = [a for a in t.actions if a.rewrites]
         if not rewrites:
             continue
         lines += ["", f"<details><summary><code>{t.name}</code>: {len(rewrites)} partition(s)</summary>", "",
                   "| partition | files | bytes | rows |", "|---|---|---:|---:|"]
         for a in rewrites[:50]:
-            lines.append(f"| `{_part(a.partition)}` | {a.input_files} → {a.expected_output_files} | "
+            lines.append(f"| `{partition_label(a.partition)}` | {a.input_files} → {a.expected_output_files} | "
                          f"{format_size(a.input_bytes)} | {a.rows if a.rows is not None else '-'} |")
         if len(rewrites) > 50:
             lines.append(f"| … {len(rewrites) - 50} more | | | |")

@@ -1,10 +1,10 @@
 """The plan artifact: frozen, versioned, serialisable data (schemas/plan.schema.json).
 
-A plan is a list of table plans; each holds actions (a tagged union by ``type``, planning/actions.py)
-and explicit skips with reason codes. Every action carries the precondition it was planned under (table
-version and the exact files it replaces), which apply checks again before running it. The plan as a whole
-carries a digest of its own content, so apply can tell a plan as `compactor plan` wrote it from an edited
-one.
+A plan is a list of table plans; each holds actions (a tagged union by ``type``, planning/actions.py and
+each format's own) and explicit skips with reason codes. Every action carries the precondition it was
+planned under (table version and the exact files it replaces), which apply checks again before running it.
+The plan as a whole carries a digest of its own content, so apply can tell a plan as `compactor plan` wrote
+it from an edited one.
 """
 
 from __future__ import annotations
@@ -13,63 +13,27 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import orjson
 
+from compactor.errors import PlanError
 from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import (
-    REWRITE_ACTIONS,
     Action,
     Precondition,
     action_from_dict,
     action_to_dict,
     digest_paths,
 )
+from compactor.planning.bins import BIN_MODELS
+from compactor.planning.skips import Skip, SkipDetail, SkipReason
+from compactor.planning.vocabulary import action_class, load_format, skip_reason
 
-__all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "SkipReason", "TablePlan",
-           "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]
+__all__ = ["SCHEMA_VERSION", "Action", "Precondition", "digest_paths", "Skip", "SkipDetail", "SkipReason",
+           "TablePlan", "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]
 
 SCHEMA_VERSION = 1
-
-class SkipReason(StrEnum):
-    """Why a table or partition is left alone (README lists every one; the plan schema's enum is this)."""
-
-    BELOW_MIN_INPUT_FILES = "below_min_input_files"  # fewer candidate files than triggers.min_input_files
-    BELOW_MIN_FILE_REDUCTION = "below_min_file_reduction"  # files now - files after <= triggers.min_file_reduction
-    BELOW_MIN_SMALL_FILE_RATIO = "below_min_small_file_ratio"
-    ALREADY_COMPACT = "already_compact"  # no candidate files, or no bin with 2+ files
-    QUIET_PERIOD = "quiet_period"  # files modified within compaction.quiet_period
-    OUTSIDE_WHERE = "outside_where"  # partition not matched by partitions.where
-    OUTSIDE_LOOKBACK = "outside_lookback"
-    SKIP_LATEST = "skip_latest"
-    BUDGET = "budget"  # cut by max_bytes_per_run / max_partitions_per_run
-    DISABLED = "disabled"  # table or compaction disabled
-    UNREADABLE = "unreadable"  # the table could not be read
-    UNSUPPORTED = "unsupported"  # the engine cannot safely rewrite this table
-    NO_FILES = "no_files"
-    RETENTION_IN_SYNC = "retention_in_sync"  # table properties already match the declared retention
-    NOTHING_TO_VACUUM = "nothing_to_vacuum"  # a VACUUM now would delete no file
-    WRITER_ACTIVE = "writer_active"  # sink: writer not stopped
-    DOWNSTREAM_READERS = "downstream_readers"  # sink: downstream streaming readers not acknowledged
-    INVALID_POLICY = "invalid_policy"  # the policy does not fit the table (e.g. where on a non-partition column)
-
-
-SKIP_REASONS = tuple(SkipReason)
-#: one number (or setting) behind a skip reason
-SkipDetail = int | float | str | bool | None
-
-
-@dataclass(frozen=True)
-class Skip:
-    """A table or partition (``partition`` None: the whole table) left alone, and why."""
-
-    reason: SkipReason
-    partition: Mapping[str, str | None] | None = None
-    #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
-    details: Mapping[str, SkipDetail] = field(default_factory=dict)
-    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,8 +45,8 @@ class TablePlan:
     format: str
     engine: str
     version: int | None
-    #: which engine's bin-packing the estimate models: "delta-rs" | "delta-spark" | "compactor"
-    bin_model: str = "delta-rs"
+    #: whose bin-packing the estimate models (planning/bins.py BIN_MODELS)
+    bin_model: str = BIN_MODELS[0]
     partition_columns: tuple[str, ...] = ()
     actions: tuple[Action, ...] = ()
     skipped: tuple[Skip, ...] = ()
@@ -150,7 +114,7 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
     io = 0
     for t in tables:
         for a in t.actions:
-            if a.type in REWRITE_ACTIONS:
+            if a.rewrites:
                 rewrite_bytes += a.input_bytes
                 io += a.input_bytes + a.expected_output_bytes
     return Totals(
@@ -233,12 +197,13 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
     """Inverse of plan_to_dict. Callers validate against plan.schema.json first."""
     tables = []
     for t in d.get("tables", ()):
+        load_format(t["format"])  # the words of its format: its action types and skip reasons
         tables.append(TablePlan(
             name=t["name"], path=t["path"], format=t["format"], engine=t["engine"],
-            version=t.get("version"), bin_model=t.get("bin_model", "delta-rs"),
+            version=t.get("version"), bin_model=t.get("bin_model", BIN_MODELS[0]),
             partition_columns=tuple(t.get("partition_columns") or ()),
-            actions=tuple(action_from_dict(a) for a in t.get("actions", ())),
-            skipped=tuple(Skip(reason=SkipReason(s["reason"]), partition=s.get("partition"),
+            actions=tuple(_action(a) for a in t.get("actions", ())),
+            skipped=tuple(Skip(reason=skip_reason(s["reason"]), partition=s.get("partition"),
                                details=dict(s.get("details") or {}), message=s.get("message", ""))
                           for s in t.get("skipped", ())),
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
@@ -253,3 +218,10 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
         totals=totals, schema_version=int(d["schema_version"]),
         invocation=dict(d.get("invocation") or {}), digest=d.get("digest", ""),
     )
+
+
+def _action(d: Mapping[str, Any]) -> Action:
+    cls = action_class(str(d.get("type", "")))
+    if cls is None:
+        raise PlanError(f"unknown action type {d.get('type')!r}")
+    return action_from_dict(cls, d)

@@ -1,4 +1,5 @@
-"""Read and write plan files (validated against schemas/plan.schema.json).
+"""Read and write plan files (validated against schemas/plan.schema.json, with its generated parts:
+tasks/plan_schema.py).
 
 A plan file carries ``digest``: sha256 of its own content (planning/plan.py, plan_digest). Loading
 recomputes it, so apply can refuse a plan that was edited after `compactor plan` wrote it."""
@@ -22,7 +23,7 @@ from compactor.planning.plan import (
     plan_from_dict,
     plan_to_dict,
 )
-from compactor.policy.schema import known_valid, load_schema, remember_valid
+from compactor.policy.schema import known_valid, remember_valid
 from compactor.runtime.atomic_file import replacing
 
 #: the environment variable holding the key of signed plans (`plan --sign`, `apply --require-signature`)
@@ -89,7 +90,9 @@ def validate_plan_dict(data: object, path: Path | None = None) -> None:
                         hint="re-run `compactor plan` and review the new plan")
     import jsonschema
 
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema("plan.schema.json")).iter_errors(data))
+    from compactor.tasks.plan_schema import plan_schema
+
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(plan_schema()).iter_errors(data))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         raise PlanError(f"plan file does not match plan.schema.json at {where}: {err.message[:300]}")

@@ -373,7 +373,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
     if env.progress:
         env.progress(ActionStarted(table.name, action.type, action.partition, action.input_bytes, i,
                                    len(table.actions)))
-    if env.dry_run and action.type != "vacuum":
+    if env.dry_run and not action.runs_in_dry_run:
         res.status = "skipped"
         res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
         res.details.would_write_files = action.expected_output_files

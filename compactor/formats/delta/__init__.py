@@ -16,10 +16,11 @@ from compactor.formats.base import (
     TableFormat,
     TableSession,
 )
+from compactor.formats.delta.actions import SetPropertiesAction
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
+from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
@@ -105,10 +106,10 @@ class DeltaFormat:
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
+        from compactor.formats.delta.retention import vacuum_retention_hours
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state
         from compactor.formats.delta.vacuum_listing import vacuum_candidates
-        from compactor.planning.retention import vacuum_retention_hours
 
         planning = policy is not None and policy.enabled and session is None
         early: tuple[int, DuplicateFacts] | None = None
