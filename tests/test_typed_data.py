@@ -18,6 +18,7 @@ SINK_ENTRY = "a sink log entry as JSON read from _spark_metadata"
 TO_JSON = "serialisation to JSON"
 FROM_JSON = "deserialisation from JSON"
 SCHEMA = "a JSON Schema (the plan schema, or one action type's part of it, generated from its class)"
+V1_TABLE = FROM_JSON + ": a schema-version-1 plan's table, for the field a format read its blockers from"
 
 #: module:qualified.name -> why it is JSON-shaped
 ALLOWED: dict[str, str] = {
@@ -44,6 +45,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/log:LoggedAction.__init__.self._parsed": DELTA_ACTION + " (an add or remove line, parsed when first read)",
     "formats/delta/log:LoggedAction._action.return": DELTA_ACTION + " (an add or remove line, parsed when first read)",
     "formats/delta/native:_member_outcome.ours.entry": DELTA_ACTION,
+    "formats/delta/actions:DuplicateRewrites.from_v1.table": V1_TABLE,
     "formats/delta/repair:RepairResult.to_dict.return": TO_JSON,
     "formats/delta/log:num_records.action": DELTA_ACTION,
     "formats/delta/log_replay:Replay.add.action": DELTA_ACTION + " (read by compactor's own log replay)",
@@ -67,6 +69,9 @@ ALLOWED: dict[str, str] = {
     "planning/actions:Action.derived_params.return": SCHEMA,
     "planning/actions:Action.params_schema.return": SCHEMA,
     "planning/actions:RewriteAction.derived_params.return": SCHEMA,
+    "planning/blockers:Blocker.from_dict.d": FROM_JSON,
+    "planning/blockers:Blocker.to_dict.return": TO_JSON,
+    "planning/blockers:BlockerKind.from_v1.table": V1_TABLE,
     "planning/plan:_action.d": FROM_JSON + ": one action of the plan file",
     "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
     "planning/actions:RewriteAction.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",

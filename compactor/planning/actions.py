@@ -20,13 +20,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
 from compactor.planning.action_schema import params_schema
 from compactor.planning.bins import BIN_MODELS
 from compactor.policy.model import Compaction, Method, Strategy, TablePolicy, Triggers
 from compactor.units import format_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.planning.blockers import Blocker
 
 
 def digest_paths(paths: Collection[str]) -> str:
@@ -147,6 +150,11 @@ class Action:
         """Its line in the plan text."""
         return ActionRow(partition_label(self.partition), f"{self.input_files} -> {self.expected_output_files}",
                          format_size(self.input_bytes))
+
+    def answers(self, blocker: Blocker) -> bool:
+        """Whether running this action answers ``blocker`` (planning/blockers.py): apply refuses a table with
+        a blocker no planned action answers."""
+        return False
 
 
 #: the fields every action has (the plan file's action object minus ``params``)

@@ -1,4 +1,4 @@
-"""What the formats add to a plan's words: their action types, skip reasons and remedies.
+"""What the formats add to a plan's words: their action types, skip reasons, blocker kinds and remedies.
 
 The shared rewrites (compact, z_order, sort) and the shared skip reasons are planning's own. A format's
 own live in its folder, in the module its registry entry names (compactor/models/formats.py,
@@ -13,10 +13,12 @@ from importlib import import_module
 
 from compactor.models.formats import FORMATS, format_spec
 from compactor.planning.actions import SHARED_ACTIONS, Action
+from compactor.planning.blockers import BlockerKind
 from compactor.planning.skips import Remedy, SkipKind, SkipReason
 
 _actions: dict[str, type[Action]] = {c.type: c for c in SHARED_ACTIONS}
 _skips: dict[str, SkipKind] = {}
+_blockers: dict[str, BlockerKind] = {}
 _remedies: dict[str, Remedy] = {}
 #: the action types each format runs
 _runs: dict[str, set[str]] = {}
@@ -25,9 +27,10 @@ _SHARED_REASONS = frozenset(r.value for r in SkipReason)
 
 
 def register(fmt: str, *, actions: Iterable[type[Action]] = (), shared: Iterable[type[Action]] = (),
-             skips: Iterable[SkipKind] = (), remedies: Mapping[str, Remedy] | None = None) -> None:
+             skips: Iterable[SkipKind] = (), blockers: Iterable[BlockerKind] = (),
+             remedies: Mapping[str, Remedy] | None = None) -> None:
     """Add format ``fmt``'s own words (its actions module calls this once, when imported): its action types,
-    the ``shared`` ones it runs too, its skip reasons and remedies."""
+    the ``shared`` ones it runs too, its skip reasons, blocker kinds and remedies."""
     for cls in actions:
         if _actions.get(cls.type, cls) is not cls:
             raise ValueError(f"action type {cls.type!r} is registered twice")
@@ -37,6 +40,8 @@ def register(fmt: str, *, actions: Iterable[type[Action]] = (), shared: Iterable
         if s.reason in _SHARED_REASONS or _skips.get(s.reason, s) != s:
             raise ValueError(f"skip reason {s.reason!r} is registered twice")
         _skips[s.reason] = s
+    for b in blockers:
+        _blockers[b.kind] = b
     _remedies.update(remedies or {})
 
 
@@ -95,6 +100,18 @@ def skip_reasons() -> list[str]:
 def skip_reason(code: str) -> str:
     """``code`` as the reason a Skip carries (a SkipReason when it is a shared one)."""
     return SkipReason(code) if code in _SHARED_REASONS else code
+
+
+def blocker_kind(kind: str) -> BlockerKind:
+    """How plan and apply speak of blockers of ``kind`` (generic words for a kind nobody registered)."""
+    if kind not in _blockers:
+        load_all()
+    return _blockers.get(kind) or BlockerKind(kind, kind.replace("_", " "), "action")
+
+
+def blocker_kinds() -> list[BlockerKind]:
+    load_all()
+    return list(_blockers.values())
 
 
 def remedy(need: object) -> Remedy | None:

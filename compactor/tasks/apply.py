@@ -84,7 +84,7 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                        project.target_dir if project is not None and not dry_run else None)
     try:
         for table in plan.tables:
-            if not table.actions and not table.duplicate_rewrite:
+            if not table.actions and not table.blockers:
                 continue
             if stop is not None and stop.is_set():
                 left_for_next_run(table.name, table.actions, results, progress)

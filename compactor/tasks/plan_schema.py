@@ -1,6 +1,6 @@
 """The plan schema, its generated parts filled from the registered words: the action types and the
-schema of each one's ``params`` (from the action classes, planning/action_schema.py) and the skip reasons,
-the shared ones and every format's (planning/vocabulary.py). The format enums are filled
+schema of each one's ``params`` (from the action classes, planning/action_schema.py), the skip reasons and
+the blocker kinds, the shared ones and every format's (planning/vocabulary.py). The format enums are filled
 as for every schema (policy/schema.py).
 
 Plans are validated against ``plan_schema()``; the shipped schemas/plan.schema.json is what
@@ -16,7 +16,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from compactor.planning.vocabulary import action_classes, skip_reasons
+from compactor.planning.vocabulary import action_classes, blocker_kinds, skip_reasons
 from compactor.policy.schema import load_schema
 
 NAME = "plan.schema.json"
@@ -30,6 +30,7 @@ def fill(doc: dict[str, Any]) -> dict[str, Any]:
     action["allOf"] = [{"if": {"properties": {"type": {"const": c.type}}, "required": ["type"]},
                         "then": {"properties": {"params": c.params_schema()}}} for c in classes]
     doc["$defs"]["skip"]["properties"]["reason"]["enum"] = skip_reasons()
+    doc["$defs"]["blocker"]["properties"]["kind"]["enum"] = [k.kind for k in blocker_kinds()]
     return doc
 
 

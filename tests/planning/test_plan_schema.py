@@ -1,5 +1,5 @@
-"""The plan schema's generated parts: each action type's ``params`` from its class, the action types and
-skip reasons from the registry; the shipped file is exactly what the generator writes. And
+"""The plan schema's generated parts: each action type's ``params`` from its class, the action types, skip
+reasons and blocker kinds from the registry; the shipped file is exactly what the generator writes. And
 each action type owns its rules: apply refuses a type that does not say how to check it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from compactor.planning.actions import Action, Precondition
 from compactor.planning.integrity import action_problems
 from compactor.planning.plan import TablePlan
-from compactor.planning.vocabulary import action_classes, skip_reasons
+from compactor.planning.vocabulary import action_classes, blocker_kinds, skip_reasons
 from compactor.policy.model import TablePolicy
 from compactor.tasks.plan_schema import plan_schema, plan_schema_text
 
@@ -31,6 +31,8 @@ def test_the_shipped_plan_schema_is_the_generated_one() -> None:
     assert action["properties"]["type"]["enum"] == [c.type for c in action_classes()]
     assert [f["if"]["properties"]["type"]["const"] for f in action["allOf"]] == [c.type for c in action_classes()]
     assert schema["$defs"]["skip"]["properties"]["reason"]["enum"] == skip_reasons()
+    assert schema["$defs"]["blocker"]["properties"]["kind"]["enum"] == [k.kind for k in blocker_kinds()]
+    assert schema["properties"]["schema_version"]["const"] == 2
 
 
 @dataclass(frozen=True, kw_only=True)

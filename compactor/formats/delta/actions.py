@@ -1,17 +1,19 @@
 """Delta's own plan words (PURE): its actions (vacuum, set_properties, repair), the skip reasons of its
-retention and the remedy of what only delta-spark's OPTIMIZE can compact.
+retention, the blocker of rows live twice and the remedy of what only delta-spark's OPTIMIZE can compact.
 Registered with planning/vocabulary.py when imported (the registry entry names this module)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
 from compactor.formats.delta.retention import declared_properties, vacuum_retention_hours
+from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import SHARED_ACTIONS, Action, ActionRow, digest_paths
+from compactor.planning.blockers import Blocker, BlockerKind
 from compactor.planning.skips import Remedy, SkipKind
 from compactor.planning.vocabulary import register
 from compactor.policy.model import TablePolicy
@@ -86,6 +88,8 @@ class SetPropertiesAction(Action):
         return ActionRow("(table)", "", "", ", ".join(f"{k}={v}" for k, v in self.properties.items()))
 
 
+#: the blocker kind of rows live twice (one blocker per commit that made them so)
+DUPLICATE_REWRITE = "duplicate_rewrite"
 _PATH_ITEMS = {"items": {"type": "string", "minLength": 1}}
 
 
@@ -135,6 +139,51 @@ class RepairAction(Action):
                          format_size(self.input_bytes),
                          f"{rows} extra row(s) out (versions {', '.join(map(str, self.anomalies))})")
 
+    def answers(self, blocker: Blocker) -> bool:
+        return blocker.kind == DUPLICATE_REWRITE and blocker.details.get("later_version") in self.anomalies
+
+
+def duplicate_blocker(report: DuplicateReport, actions: Sequence[Action]) -> Blocker:
+    """The blocker of one commit that made rows live twice, answered by the planned repair that names it."""
+    rows = "?" if report.rows is None else f"{report.rows:,}"
+    details = {k: tuple(v) if isinstance(v, list) else v for k, v in report.to_dict().items()}
+    blocker = Blocker(DUPLICATE_REWRITE, f"version {report.later_version} ({report.kind}) made {rows} rows of "
+                      f"{len(report.files)} file(s) live a second time", details)
+    answering = next((i for i, a in enumerate(actions) if a.answers(blocker)), None)
+    return Blocker(blocker.kind, blocker.message, details, answering)
+
+
+@dataclass(frozen=True)
+class DuplicateRewrites(BlockerKind):
+    """Rows live twice, in the words plan and apply have always used for them."""
+
+    def answer(self, blocker: Blocker, answered: bool) -> str:
+        if answered:
+            return "the repair action above takes the extra copy out"
+        return f"NOT repaired automatically: {blocker.details.get('reason') or 'see `compactor repair --dry-run`'}"
+
+    def refusal(self, blockers: Sequence[Blocker]) -> str:
+        versions = sorted({_version(b) for b in blockers})
+        reasons = sorted({str(b.details["reason"]) for b in blockers if b.details.get("reason")})
+        return (f"rows live twice since version(s) {versions} and compactor will not repair them automatically"
+                f"{': ' + '; '.join(reasons) if reasons else ''}; the table was not touched (`compactor repair "
+                "--dry-run` explains; RESTORE to a version before it, or deduplicate by hand)")
+
+    def summary(self, blockers: Sequence[Blocker]) -> str:
+        versions = ", ".join(str(_version(b)) for b in blockers)
+        return f"**duplicate rewrite** (versions {versions}: rows live twice)"
+
+    def from_v1(self, table: Mapping[str, Any], actions: Sequence[Action]) -> tuple[Blocker, ...]:
+        """A version-1 plan lists rows live twice as ``duplicate_rewrite``, answered by the repair naming them."""
+        return tuple(duplicate_blocker(DuplicateReport.from_dict(x), actions)
+                     for x in table.get("duplicate_rewrite") or ())
+
+
+def _version(blocker: Blocker) -> int:
+    """The commit that made the rows live twice (a repair names it among its anomalies)."""
+    v = blocker.details.get("later_version")
+    return v if isinstance(v, int) else -1
+
 
 class DeltaSkipReason(StrEnum):
     """Why Delta's retention plans nothing (besides the reasons every format shares)."""
@@ -150,4 +199,5 @@ NATIVE_OPTIMIZE = "native_optimize"
 register("delta", actions=(VacuumAction, SetPropertiesAction, RepairAction), shared=SHARED_ACTIONS,
          skips=(SkipKind(DeltaSkipReason.RETENTION_IN_SYNC, "nothing to do"),
                 SkipKind(DeltaSkipReason.NOTHING_TO_VACUUM, "nothing to do")),
+         blockers=(DuplicateRewrites(DUPLICATE_REWRITE, "rows live twice", "repair"),),
          remedies={NATIVE_OPTIMIZE: Remedy("spark", "delta-spark's OPTIMIZE", "compaction.method: optimize (or auto)")})

@@ -1,5 +1,5 @@
 """Plan one Delta table (PURE): which engines can rewrite it, scoping, partitions, retention, and the
-repair of rows live twice."""
+repair of rows live twice (its blockers)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from compactor.formats.delta.actions import (
     RepairAction,
     SetPropertiesAction,
     VacuumAction,
+    duplicate_blocker,
 )
 from compactor.formats.delta.facts import delta_facts
 from compactor.formats.delta.retention import (
@@ -48,7 +49,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
         bytes_before=state.total_bytes, policy_source=str(policy.source), table_id=state.table_id,
-        duplicate_rewrite=delta_facts(state).duplicates.reports)
+        blockers=tuple(duplicate_blocker(d, ()) for d in delta_facts(state).duplicates.reports))
     if not policy.enabled:
         return replace(base, files_after=state.file_count,
                          skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
@@ -102,7 +103,9 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if repair is not None:
         actions.insert(0, repair)
     removed = sum(a.input_files - a.expected_output_files for a in actions if a.rewrites)
-    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+    blockers = tuple(duplicate_blocker(d, actions) for d in delta_facts(state).duplicates.reports)
+    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed,
+                   blockers=blockers)
 
 
 def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action], list[Skip]]:
