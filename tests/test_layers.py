@@ -117,11 +117,48 @@ def test_the_checks_see_imports_at_every_depth() -> None:
     assert "formats" in _graph()["tasks"]
 
 
-def test_run_results_know_the_rewrite_action_types() -> None:
-    from compactor.models.results import REWRITE_TYPES
-    from compactor.planning.actions import REWRITE_ACTIONS
+def test_run_totals_count_the_bytes_of_every_registered_rewrite() -> None:
+    """Run results name no action type: the bytes a run rewrote are those of the types the registry says
+    rewrite data files, a format's own included, and of no other type."""
+    from compactor.models.results import ActionResult, compute_run_totals
+    from compactor.planning.vocabulary import action_classes, rewrite_types
 
-    assert REWRITE_TYPES == REWRITE_ACTIONS
+    rewrites = {c.type: c.rewrites for c in action_classes()}
+    assert {t for t, r in rewrites.items() if r} == {"compact", "z_order", "sort", "sink_compact"}
+    results = [ActionResult("t", t, bytes_removed=1) for t in rewrites]
+    assert compute_run_totals(results, rewrite_types()).bytes_rewritten == 4
+
+
+def _own_imports(module: str, package: str, seen: set[str]) -> list[str]:
+    """Every module ``module`` imports, and those its imports from ``package`` import, transitively."""
+    if module in seen:
+        return []
+    seen.add(module)
+    f = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    if not f.is_file():
+        return []
+    out = []
+    for m in _imports(f):
+        out.append(m)
+        if m.startswith(package + ".") and m != package + ".":
+            out += _own_imports(m, package, seen)
+    return out
+
+
+def test_each_formats_plan_words_are_pure() -> None:
+    """planning/ imports a format's plan words (FormatSpec.actions) when it meets one: that module, and
+    what it imports from its own folder, do no I/O, as planning/ itself."""
+    from compactor.models.formats import FORMATS
+
+    found = {}
+    for spec in FORMATS:
+        own = spec.module  # the format's folder: its pure modules are checked in turn
+        bad = [m for m in _own_imports(spec.actions, own, set()) if not m.startswith(own + ".")
+               and any(m == i or m.startswith(i + ".") for i in IMPURE)]
+        if bad:
+            found[spec.actions] = bad
+    assert not found, found
+    assert _own_imports("compactor.formats.delta.actions", "compactor.formats.delta", set())  # the harness reads it
 
 
 #: the largest a module under compactor/ may grow

@@ -17,6 +17,8 @@ DELTA_ACTION = "a Delta log action (add/remove/commitInfo/metaData/protocol) as 
 SINK_ENTRY = "a sink log entry as JSON read from _spark_metadata"
 TO_JSON = "serialisation to JSON"
 FROM_JSON = "deserialisation from JSON"
+SCHEMA = "a JSON Schema (the plan schema, or one action type's part of it, generated from its class)"
+V1_TABLE = FROM_JSON + ": a schema-version-1 plan's table, for the field a format read its blockers from"
 
 #: module:qualified.name -> why it is JSON-shaped
 ALLOWED: dict[str, str] = {
@@ -43,6 +45,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/log:LoggedAction.__init__.self._parsed": DELTA_ACTION + " (an add or remove line, parsed when first read)",
     "formats/delta/log:LoggedAction._action.return": DELTA_ACTION + " (an add or remove line, parsed when first read)",
     "formats/delta/native:_member_outcome.ours.entry": DELTA_ACTION,
+    "formats/delta/actions:DuplicateRewrites.from_v1.table": V1_TABLE,
     "formats/delta/repair:RepairResult.to_dict.return": TO_JSON,
     "formats/delta/stats:delta_stats.maxs": TO_JSON + ": an add action's stats (maxValues), as Delta writers write them",
     "formats/delta/stats:delta_stats.mins": TO_JSON + ": an add action's stats (minValues), as Delta writers write them",
@@ -61,11 +64,22 @@ ALLOWED: dict[str, str] = {
     "formats/file_sink/log:read_entries.return": SINK_ENTRY,
     "formats/file_sink/state:read_ledger.return": FROM_JSON + ": compactor's ledger of replaced sink files",
     "formats/file_sink/state:read_swaps.return": FROM_JSON + ": compactor's record of the manifests it swapped",
+    "planning/action_schema:params_schema.derived": SCHEMA,
+    "planning/action_schema:params_schema.out": SCHEMA,
+    "planning/action_schema:params_schema.props": SCHEMA,
+    "planning/action_schema:params_schema.return": SCHEMA,
+    "planning/action_schema:type_schema.return": SCHEMA,
+    "planning/actions:Action.derived_params.return": SCHEMA,
+    "planning/actions:Action.params_schema.return": SCHEMA,
+    "planning/actions:RewriteAction.derived_params.return": SCHEMA,
+    "planning/blockers:Blocker.from_dict.d": FROM_JSON,
+    "planning/blockers:Blocker.to_dict.return": TO_JSON,
+    "planning/blockers:BlockerKind.from_v1.table": V1_TABLE,
+    "planning/plan:_action.d": FROM_JSON + ": one action of the plan file",
     "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
     "planning/actions:RewriteAction.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
     "planning/actions:action_from_dict.d": FROM_JSON,
     "planning/actions:action_to_dict.return": TO_JSON,
-    "planning/partitions:_build_actions.typed": "the keyword arguments of the planned action's constructor (its type-specific fields)",
     "planning/plan:Plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
     "planning/plan:Plan.target": TO_JSON + ": Target.redacted(), the target as the plan file records it",
     "planning/plan:digest_pieces.data": FROM_JSON + ": the plan file's content, digested as written",
@@ -75,6 +89,9 @@ ALLOWED: dict[str, str] = {
     "planning/plan:plan_to_dict.return": TO_JSON,
     "tasks/plan:build_plan.invocation": TO_JSON + ": the command line as given, written into the plan as it came",
     "tasks/plan_file:_write_compact_json.data": TO_JSON,
+    "tasks/plan_schema:fill.doc": SCHEMA,
+    "tasks/plan_schema:fill.return": SCHEMA,
+    "tasks/plan_schema:plan_schema.return": SCHEMA,
     "tasks/repair:RepairReport.to_dict.return": TO_JSON,
     "tasks/repair:TableRepair.result": TO_JSON + ": the format's RepairOutcome.to_dict(), as `repair --format json` prints it",
     "tasks/repair:TableRepair.to_dict.return": TO_JSON,

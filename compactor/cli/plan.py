@@ -26,9 +26,11 @@ def apply_hint(plan, out: Path, project_dir: Path | str | None, target: str | No
     """The next command, exactly as it must be typed; none when the plan must not be applied as it is."""
     import shlex
 
-    if plan.totals.errors or plan.totals.duplicates:
+    from compactor.output.plan_render import blocked_tables
+
+    if plan.totals.errors or plan.totals.blocked:
         return (f"Plan written to {out}. It has {plan.totals.errors} error(s)"
-                + (f" and {plan.totals.duplicates} table(s) with rows live twice" if plan.totals.duplicates else "")
+                + "".join(f" and {n} table(s) with {kind.title}" for kind, n in blocked_tables(plan))
                 + ": fix them and plan again before applying.")
     if not plan.has_changes:
         return f"Plan written to {out}. No changes: nothing to apply."
@@ -94,9 +96,9 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
         from compactor.output.metrics import write_metrics
 
         write_metrics(metrics, plan=plan)
-    # a table whose log holds a duplicate rewrite fails the plan like an error: rows are live twice
+    # a table with a blocker no planned action answers fails the plan like an error (apply would refuse it)
     if detailed_exitcode:
-        if plan.totals.errors or plan.totals.duplicates:
+        if plan.totals.errors or plan.totals.blocked:
             return exit_codes.PLAN_ERROR
         return exit_codes.PLAN_CHANGES if plan.has_changes else exit_codes.OK
-    return exit_codes.FAILURE if plan.totals.errors or plan.totals.duplicates else exit_codes.OK
+    return exit_codes.FAILURE if plan.totals.errors or plan.totals.blocked else exit_codes.OK

@@ -1,16 +1,15 @@
 """The table formats compactor knows, as data: the one registry of formats.
 
-A format's code lives in its own folder under ``compactor/formats/`` (its ``FORMAT``, a TableFormat);
-everything else that differs between formats is a trait here, read by the layers that must not import a
-format's code (policy validation, plan integrity, the schemas' ``format`` enums). Adding a format is a new
-folder under ``formats/`` plus one ``FormatSpec`` line below.
+A format's code lives in its own folder under ``compactor/formats/`` (its ``FORMAT``, a TableFormat, and
+the module of its own plan words: action types, skip reasons, blocker kinds); everything else that differs
+between formats is a trait here, read by the layers that must not import a format's code (policy
+validation, plan integrity, the schemas' ``format`` enums). Adding a format is a new folder under
+``formats/`` plus one ``FormatSpec`` line below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-REWRITES = frozenset({"compact", "z_order", "sort"})
 
 
 @dataclass(frozen=True)
@@ -23,8 +22,9 @@ class FormatSpec:
     module: str
     #: the folder that marks a table of this format (discover, debug)
     marker: str
-    #: the plan action types apply runs on a table of this format
-    action_types: frozenset[str]
+    #: the module of the format's own plan words (its action types, skip reasons, blocker kinds), which
+    #: registers them when imported (compactor/planning/vocabulary.py imports it when one is first met)
+    actions: str
     #: compaction strategies a policy may choose
     strategies: frozenset[str] = frozenset({"bin_pack", "z_order", "sort"})
     #: the policy's ``retention:`` block (vacuum, table properties) applies
@@ -41,11 +41,10 @@ class FormatSpec:
 
 
 FORMATS: tuple[FormatSpec, ...] = (
-    FormatSpec("delta", "compactor.formats.delta", "_delta_log",
-               REWRITES | {"vacuum", "set_properties", "repair"}, catalog_tables=True,
-               catalog_providers=frozenset({"delta"})),
+    FormatSpec("delta", "compactor.formats.delta", "_delta_log", "compactor.formats.delta.actions",
+               catalog_tables=True, catalog_providers=frozenset({"delta"})),
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "_spark_metadata",
-               frozenset({"sink_compact", "sink_delete_replaced", "sink_prune"}), strategies=frozenset({"bin_pack"}),
+               "compactor.formats.file_sink.actions", strategies=frozenset({"bin_pack"}),
                retention=False, sink_settings=True, absolute_paths=True),
 )
 FORMAT_NAMES = tuple(f.name for f in FORMATS)

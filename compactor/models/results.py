@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 RUN_RESULTS_SCHEMA_VERSION = 1
-#: action types that rewrite data files (planning/actions.py REWRITE_ACTIONS; a test keeps them equal)
-REWRITE_TYPES = frozenset({"compact", "z_order", "sort", "sink_compact"})
 
 Status = Literal["success", "skipped", "stale", "error", "verification_failed"]
 Interruption = Literal["after_group", "at_once"]
@@ -200,7 +198,9 @@ class RunResults:
         return cls(results=results, totals=totals, **d)
 
 
-def compute_run_totals(results: list[ActionResult]) -> RunTotals:
+def compute_run_totals(results: list[ActionResult], rewrite_types: Collection[str]) -> RunTotals:
+    """The run's counts; ``rewrite_types``: the action types whose removed bytes were rewritten
+    (planning/vocabulary.py rewrite_types)."""
     t = RunTotals(actions=len(results))
     for r in results:
         if r.status == "success":
@@ -215,7 +215,7 @@ def compute_run_totals(results: list[ActionResult]) -> RunTotals:
             t.verification_failed += 1
         t.files_removed += r.files_removed
         t.files_added += r.files_added
-        if r.status == "success" and r.type in REWRITE_TYPES:
+        if r.status == "success" and r.type in rewrite_types:
             t.bytes_rewritten += r.bytes_removed
         t.duration_s += r.duration_s
     return t

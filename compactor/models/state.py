@@ -9,51 +9,39 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # pragma: no cover - loading a plan loads its formats' words (formats/*/actions.py), which
+    # load this model before the command decides how pyarrow loads (compactor/runtime/pyarrow_numpy.py)
+    import pyarrow as pa
 
 #: columns of ``TableState.files``; partition values follow as "partition.<col>" (string, nullable)
 FILE_COLUMNS = ("path", "size_bytes", "modification_time", "num_records")
 
 
 @dataclass(frozen=True)
-class Protocol:
-    """A Delta table's protocol: the reader and writer versions and the table features it requires."""
-
-    min_reader_version: int = 1
-    min_writer_version: int = 2
-    reader_features: tuple[str, ...] = ()
-    writer_features: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class TableState:
-    """A snapshot of one table (Delta table or file-sink output) at one version.
+    """A snapshot of one table at one version, as its format read it.
 
-    files: path (relative to the table root for Delta, decoded: the file's location, and the form commits
-    take; as listed in the manifest for sinks),
-    size_bytes (int64), modification_time (int64 ms since epoch), num_records (int64, null when
-    unknown), then ``partition.<col>`` string columns, one per partition column. For Delta tables the
-    row order is log order (the order delta-rs' own optimize sees).
+    files: path (as the format's log names the file: relative to the table root, decoded, or as its
+    manifest lists it), size_bytes (int64), modification_time (int64 ms since epoch), num_records (int64,
+    null when unknown), then ``partition.<col>`` string columns, one per partition column, in the order the
+    format's log lists the files. An optional ``deleted_rows`` (int64) counts the rows of a file its
+    format marks deleted without rewriting it (readers do not see them); a format may add columns of its
+    own after them.
     """
 
     uri: str
-    format: str  # "delta" | "spark_file_sink"
+    #: the registered format that read it (compactor/models/formats.py)
+    format: str
     version: int | None
     partition_columns: tuple[str, ...]
     files: pa.Table
     properties: Mapping[str, str] = field(default_factory=dict)
-    protocol: Protocol = field(default_factory=Protocol)
-    #: Delta schema as JSON (metadata.schemaString), for engines that must write the same schema
-    schema_json: str | None = None
-    #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,
-    #: sorted), None when they could not be listed
-    vacuum_candidates: tuple[str, ...] | None = None
-    #: what the format knows beside the files, typed by the format (formats/delta/facts.py DeltaFacts,
-    #: formats/file_sink/state.py SinkFacts); None when nothing is known
+    #: what the format knows beside the files, typed by the format (its own facts class in its folder
+    #: under formats/); None when nothing is known
     extra: object = None
-    #: the table's identity as its log states it (Delta: metaData.id); None when the format has none
+    #: the table's identity as its log states it; None when the format has none
     table_id: str | None = None
 
     @cached_property
@@ -69,7 +57,7 @@ class TableState:
     def total_bytes(self) -> int:
         if self.files.num_rows == 0:
             return 0
-        import pyarrow.compute as pc  # here, not at the top: an apply never loads it (compactor/formats/delta/state.py)
+        import pyarrow.compute as pc  # here, not at the top: an apply never loads it (tests/cli/test_lean_imports.py)
 
         return int(pc.sum(self.files.column("size_bytes")).as_py() or 0)
 
@@ -79,6 +67,8 @@ def files_table(
 ) -> pa.Table:
     """Build a ``TableState.files`` table from dicts (path, size_bytes, modification_time,
     num_records, and partition values either as ``partition: {col: value}`` or ``partition.<col>``)."""
+    import pyarrow as pa
+
     cols: dict[str, list[Any]] = {c: [] for c in FILE_COLUMNS}
     pcols: dict[str, list[Any]] = {f"partition.{c}": [] for c in partition_columns}
     for r in rows:

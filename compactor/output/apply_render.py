@@ -21,7 +21,7 @@ from compactor.models.events import (
 )
 from compactor.models.results import ActionResult, RunResults
 from compactor.output.text import safe
-from compactor.planning.plan import REWRITE_ACTIONS
+from compactor.planning.vocabulary import rewrite_types
 from compactor.units import format_size
 
 
@@ -110,12 +110,13 @@ def render_run(run: RunResults, console: Console, *, shown: set[int] | frozenset
     """The run's summary. ``shown``: ids of the results whose error line the progress printed already: each
     line is printed once."""
     per: dict[str, dict[str, Any]] = defaultdict(lambda: defaultdict(int))
+    rewrites = rewrite_types()
     for r in run.results:
         t = per[r.table]
         dry = r.details.would_rewrite_files is not None  # a dry run: what the action would have done
         t["removed"] += r.details.would_rewrite_files or 0 if dry else r.files_removed
         t["added"] += r.details.would_write_files or 0 if dry else r.files_added
-        t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS else 0
+        t["bytes"] += r.bytes_removed if r.type in rewrites else 0
         t["time"] += r.duration_s
         t[r.status] += 1
     table = Table(title=f"run {safe(run.run_id)} ({safe(run.engine)} engine){' - DRY RUN' if run.dry_run else ''}",

@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from compactor.errors import UsageError
 from compactor.models.results import RunResults
-from compactor.planning.plan import REWRITE_ACTIONS, Plan
+from compactor.planning.plan import Plan
+from compactor.planning.vocabulary import rewrite_types
 from compactor.runtime.atomic_file import replace_with
 
 Format = Literal["prometheus", "jsonl"]
@@ -26,14 +27,14 @@ def plan_samples(plan: Plan) -> list[tuple[str, str, dict[str, str], float]]:
     for t in plan.tables:
         lab = {"table": t.name, "format": t.format}
         small = sum(int(s.details.get("small_files", 0) or 0) for s in t.skipped) + \
-            sum(a.input_files for a in t.actions if a.type in REWRITE_ACTIONS)
+            sum(a.input_files for a in t.actions if a.rewrites)
         out += [
             ("compactor_table_files", "Live data files of the table when planned", lab, t.files_before),
             ("compactor_table_small_files", "Files below min_file_size (partitions in scope)", lab, small),
             ("compactor_plan_files_after", "Predicted files after applying the plan", lab, t.files_after),
             ("compactor_plan_actions", "Planned actions", lab, len(t.actions)),
             ("compactor_plan_bytes_to_rewrite", "Bytes the plan would rewrite", lab,
-             sum(a.input_bytes for a in t.actions if a.type in REWRITE_ACTIONS)),
+             sum(a.input_bytes for a in t.actions if a.rewrites)),
             ("compactor_plan_table_error", "1 when the table could not be planned", lab, 1 if t.error else 0),
         ]
     return out
@@ -41,11 +42,12 @@ def plan_samples(plan: Plan) -> list[tuple[str, str, dict[str, str], float]]:
 
 def run_samples(run: RunResults) -> list[tuple[str, str, dict[str, str], float]]:
     per: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    rewrites = rewrite_types()
     for r in run.results:
         t = per[r.table]
         t["files_removed"] += r.files_removed
         t["files_added"] += r.files_added
-        t["bytes"] += r.bytes_removed if r.type in REWRITE_ACTIONS and r.status == "success" else 0
+        t["bytes"] += r.bytes_removed if r.type in rewrites and r.status == "success" else 0
         t["duration"] += r.duration_s
         t[r.status] += 1
     out: list[tuple[str, str, dict[str, str], float]] = []

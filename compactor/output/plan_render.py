@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from compactor.output.text import plural, safe
+from compactor.planning.actions import partition_label
+from compactor.planning.blockers import BlockerKind, by_kind
 from compactor.planning.explain import Advice, skip_lines
-from compactor.planning.plan import REWRITE_ACTIONS, Action, Plan, Skip, TablePlan
+from compactor.planning.plan import Action, Plan, Skip, TablePlan
+from compactor.planning.vocabulary import blocker_kind
 from compactor.units import format_size
-
-REWRITES = REWRITE_ACTIONS
-
-
-def _part(p: Mapping[str, Any] | None) -> str:
-    if not p:
-        return "(table)"
-    return "/".join(f"{k}={v if v is not None else 'null'}" for k, v in p.items())
 
 
 def _skip_summary(skips: Iterable[Skip]) -> str:
@@ -29,21 +24,16 @@ def _skip_summary(skips: Iterable[Skip]) -> str:
 
 
 def _action_row(a: Action) -> tuple[str, ...]:
-    if a.type in REWRITES:
-        return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}",
-                format_size(a.input_bytes), "-" if a.rows is None else f"{a.rows:,}")
-    if a.type == "set_properties":
-        props = ", ".join(f"{k}={v}" for k, v in a.params().get("properties", {}).items())
-        return (a.type, "(table)", "", "", props)
-    if a.type == "vacuum":
-        n = a.params().get("files_to_delete")
-        return (a.type, "(table)", f"{n if n is not None else '?'} file(s)", "", f"retain {a.params().get('retention_hours')}h")
-    if a.type == "repair":
-        p = a.params()
-        return (a.type, "(table)", f"remove {len(p['remove'])}, restore {len(p['restore'])}", format_size(a.input_bytes),
-                f"{'?' if a.rows is None else f'{a.rows:,}'} extra row(s) out (versions "
-                f"{', '.join(map(str, p['anomalies']))})")
-    return (a.type, _part(a.partition), f"{a.input_files} -> {a.expected_output_files}", format_size(a.input_bytes), "")
+    row = a.row()  # each action type says how it reads (planning/actions.py ActionRow)
+    return (a.type, row.partition, row.files, row.bytes, row.detail)
+
+
+def blocked_tables(plan: Plan) -> list[tuple[BlockerKind, int]]:
+    """Per kind of blocker no planned action answers, how many tables it blocks."""
+    counts: Counter[str] = Counter()
+    for t in plan.tables:
+        counts.update({b.kind for b in t.unanswered})
+    return [(blocker_kind(code), n) for code, n in counts.items()]
 
 
 def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_rows: int = 20,
@@ -68,20 +58,16 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
             console.print(table)
         else:
             console.print(f"{title}\n  no changes")
-        planned = any(a.type == "repair" for a in t.actions)
-        for d in t.duplicate_rewrite:
-            rows = "?" if d.rows is None else f"{d.rows:,}"
-            answer = ("the repair action above takes the extra copy out" if planned and d.repairable
-                      else f"NOT repaired automatically: {d.reason or 'see `compactor repair --dry-run`'}")
-            console.print(f"  [red]rows live twice:[/] version {d.later_version} ({d.kind}) "
-                          f"made {rows} rows of {len(d.files)} file(s) live a second time; {answer}",
+        for b in t.blockers:  # apply refuses the table because of it, unless a planned action answers it
+            kind = blocker_kind(b.kind)
+            console.print(f"  [red]{safe(kind.title)}:[/] {safe(b.message)}; {safe(kind.answer(b, t.answered(b)))}",
                           highlight=False)
         if t.skipped and not t.error:
             for line in skip_lines(t.skipped, t.engine, advice):
                 console.print(f"  skipped {safe(line)}", highlight=False, soft_wrap=True)
             if partitions:
                 for s in t.skipped:
-                    console.print(f"    {safe(_part(s.partition))}: {safe(s.reason)} - {safe(s.message)}")
+                    console.print(f"    {safe(partition_label(s.partition))}: {safe(s.reason)} - {safe(s.message)}")
         console.print(f"  files {t.files_before} -> {t.files_after}")
     tot = plan.totals
     console.print(
@@ -89,8 +75,8 @@ def render_text(plan: Plan, console: Console, *, partitions: bool = False, max_r
         f"{plural(tot.tables, 'table')}; files {tot.files_before} -> {tot.files_after}; "
         f"rewrite {format_size(tot.bytes_to_rewrite)} (~{format_size(tot.estimated_io_bytes)} read+written); "
         f"{plural(tot.errors, 'error')}"
-        + (f"; [red]{plural(tot.duplicates, 'table')} with rows live twice that no repair answers[/]"
-           if tot.duplicates else ""))
+        + "".join(f"; [red]{plural(n, 'table')} with {safe(kind.title)} that no {safe(kind.action)} answers[/]"
+                  for kind, n in blocked_tables(plan)))
 
 
 def render_markdown(plan: Plan) -> str:
@@ -101,23 +87,22 @@ def render_markdown(plan: Plan) -> str:
              "| table | version | actions | files before → after | bytes to rewrite | skipped |",
              "|---|---:|---:|---|---:|---|"]
     for t in plan.tables:
-        rw = sum(a.input_bytes for a in t.actions if a.type in REWRITES)
+        rw = sum(a.input_bytes for a in t.actions if a.rewrites)
         kinds = Counter(a.type for a in t.actions)
         acts = ", ".join(f"{k} ×{n}" for k, n in kinds.items()) or "none"
         status = f"**error**: {t.error}" if t.error else _skip_summary(t.skipped) or "-"
-        if t.duplicate_rewrite:
-            status = (f"**duplicate rewrite** (versions "
-                      f"{', '.join(str(d.later_version) for d in t.duplicate_rewrite)}: rows live twice); {status}")
+        for code, blockers in by_kind(t.blockers).items():
+            status = f"{blocker_kind(code).summary(blockers)}; {status}"
         lines.append(f"| `{t.name}` | {t.version if t.version is not None else '-'} | {acts} | "
                      f"{t.files_before} → {t.files_after} | {format_size(rw)} | {status} |")
     for t in plan.tables:
-        rewrites = [a for a in t.actions if a.type in REWRITES]
+        rewrites = [a for a in t.actions if a.rewrites]
         if not rewrites:
             continue
         lines += ["", f"<details><summary><code>{t.name}</code>: {len(rewrites)} partition(s)</summary>", "",
                   "| partition | files | bytes | rows |", "|---|---|---:|---:|"]
         for a in rewrites[:50]:
-            lines.append(f"| `{_part(a.partition)}` | {a.input_files} → {a.expected_output_files} | "
+            lines.append(f"| `{partition_label(a.partition)}` | {a.input_files} → {a.expected_output_files} | "
                          f"{format_size(a.input_bytes)} | {a.rows if a.rows is not None else '-'} |")
         if len(rewrites) > 50:
             lines.append(f"| … {len(rewrites) - 50} more | | | |")

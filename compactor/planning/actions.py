@@ -5,6 +5,12 @@ files it replaces (listed once, in ``bins``). ``action.check(state)`` re-checks 
 before anything runs: a digest that does not match the listed files means the plan was edited
 (``PlanError``); a listed file that is no longer live means the table moved on (``StalePlanError``).
 
+Each action type owns its rules: what apply re-derives from the policy before running it
+(``policy_problems``), whether a dry run runs it (``runs_in_dry_run``), its line in the plan text (``row``)
+and its part of the plan schema (``params_schema``, generated from its fields). The rewrites every format
+shares (compact, z_order, sort) are here; a format's own actions live in its folder and register through
+its registry entry (planning/vocabulary.py).
+
 In the plan file each action is one JSON object with the common fields below plus ``params`` holding
 the type-specific fields (schemas/plan.schema.json).
 """
@@ -13,10 +19,17 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypedDict
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
+from compactor.planning.action_schema import params_schema
+from compactor.planning.bins import BIN_MODELS
+from compactor.policy.model import Compaction, Method, Strategy, TablePolicy, Triggers
+from compactor.units import format_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.planning.blockers import Blocker
 
 
 def digest_paths(paths: Collection[str]) -> str:
@@ -59,6 +72,24 @@ class Precondition:
 Partition = Mapping[str, "str | None"]
 
 
+def partition_label(partition: Partition | None) -> str:
+    """``date=2024-01-01/country=DE`` (``(table)`` for the whole table), as the plan text names a partition."""
+    if not partition:
+        return "(table)"
+    return "/".join(f"{k}={v if v is not None else 'null'}" for k, v in partition.items())
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """An action's line in the plan text, after its type: where, how many files, how many bytes, and one
+    detail (rows, or what the action sets)."""
+
+    partition: str
+    files: str
+    bytes: str
+    detail: str = ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Action:
     """Fields common to every action (the plan file's action object minus ``params``)."""
@@ -66,6 +97,9 @@ class Action:
     type: ClassVar[str]
     #: rewrites data files (rows must be preserved exactly)
     rewrites: ClassVar[bool] = False
+    #: a dry run (`apply --dry-run`) runs it (writing nothing: it lists what it would do); others are only
+    #: checked and reported
+    runs_in_dry_run: ClassVar[bool] = False
 
     partition: Partition = field(default_factory=dict)
     input_files: int = 0
@@ -75,7 +109,7 @@ class Action:
     rows: int | None = None
     precondition: Precondition = field(default_factory=lambda: Precondition(None))
     #: exact input files of each output file: one output per bin; their union is exactly the set of
-    #: files the action replaces (paths relative to the table root for Delta, as the log names them)
+    #: files the action replaces (paths relative to the table root as the format's log names them)
     bins: tuple[tuple[str, ...], ...] = ()
     #: one line for humans: why this action exists / what the estimate assumes
     reason: str = ""
@@ -87,7 +121,7 @@ class Action:
 
     @property
     def digested_paths(self) -> tuple[str, ...]:
-        """The files its precondition's digest covers: those it replaces (a vacuum: those it may delete)."""
+        """The files its precondition's digest covers: those it replaces (or deletes)."""
         return self.input_paths
 
     def check(self, live: Collection[str]) -> None:
@@ -95,10 +129,36 @@ class Action:
 
     def params(self) -> dict[str, Any]:
         """The type-specific fields, as stored under ``params`` in the plan file."""
-        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in _COMMON}
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.name not in COMMON_FIELDS}
+
+    @classmethod
+    def params_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of ``params`` (the plan schema's fragment for this type, generated from its fields)."""
+        return params_schema(cls, COMMON_FIELDS, derived=cls.derived_params())
+
+    @classmethod
+    def derived_params(cls) -> dict[str, Any]:
+        """Params written beside the fields (derived from the type), with their JSON Schema."""
+        return {}
+
+    def policy_problems(self, policy: TablePolicy) -> list[str]:
+        """What in this action the table's policy would not produce (apply re-derives it before running the
+        plan). A type that does not say is refused: apply runs no action it cannot check."""
+        return [f"apply does not know how to check a {self.type} action"]
+
+    def row(self) -> ActionRow:
+        """Its line in the plan text."""
+        return ActionRow(partition_label(self.partition), f"{self.input_files} -> {self.expected_output_files}",
+                         format_size(self.input_bytes))
+
+    def answers(self, blocker: Blocker) -> bool:
+        """Whether running this action answers ``blocker`` (planning/blockers.py): apply refuses a table with
+        a blocker no planned action answers."""
+        return False
 
 
-_COMMON = frozenset(f.name for f in fields(Action))
+#: the fields every action has (the plan file's action object minus ``params``)
+COMMON_FIELDS = frozenset(f.name for f in fields(Action))
 
 
 def _jsonable(value: Any) -> Any:
@@ -109,23 +169,52 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+_STRATEGY_ENUM = {"enum": ["bin_pack", "z_order", "sort"]}
+
+
 @dataclass(frozen=True, kw_only=True)
 class RewriteAction(Action):
-    """An action that rewrites data files: each bin becomes one new file (compact, z_order, sort, sink_compact)."""
+    """An action that rewrites data files: each bin becomes one new file (compact, z_order, sort and the
+    formats' own rewrites)."""
 
     rewrites: ClassVar[bool] = True
-    strategy: ClassVar[str] = "bin_pack"
+    strategy: ClassVar[Strategy] = "bin_pack"
 
-    target_file_size: int
-    min_file_size: int
-    #: whose bin-packing produced ``bins``: "delta-rs" or "delta-spark"
-    bin_model: str = "delta-spark"
-    #: spark engine: "rewrite" (Spark writes, the commit goes through delta-rs), "optimize" (native
-    #: delta-spark OPTIMIZE), "auto" (rewrite, optimize where only delta-spark can do the job)
-    method: str = "auto"
+    target_file_size: int = field(metadata={"schema": {"minimum": 1}, "required": True})
+    min_file_size: int = field(metadata={"schema": {"minimum": 1}, "required": True})
+    #: whose bin-packing produced ``bins`` (planning/bins.py BIN_MODELS)
+    bin_model: str = field(default=BIN_MODELS[0], metadata={"schema": {"enum": list(BIN_MODELS)}})
+    #: spark engine: "rewrite" (Spark writes, compactor commits), "optimize" (the format's native
+    #: OPTIMIZE), "auto" (rewrite, optimize where only the native one can do the job)
+    method: Method = "auto"
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "strategy": self.strategy}
+
+    @classmethod
+    def derived_params(cls) -> dict[str, Any]:
+        return {"strategy": _STRATEGY_ENUM}
+
+    def row(self) -> ActionRow:
+        return replace(super().row(), detail="-" if self.rows is None else f"{self.rows:,}")
+
+    def compaction(self) -> Compaction:
+        """The compaction settings it was planned with (`apply --replan-stale` plans its partition again)."""
+        return Compaction(strategy=self.strategy, target_file_size=self.target_file_size,
+                          min_file_size=self.min_file_size, triggers=Triggers(min_input_files=2), method=self.method)
+
+    def policy_problems(self, policy: TablePolicy) -> list[str]:
+        c = policy.compaction
+        out = []
+        if not c.enabled or not policy.enabled:
+            out.append("the policy does not enable compaction")
+        if self.strategy != c.strategy:
+            out.append(f"a {self.type} action, but the policy's strategy is {c.strategy}")
+        for k, have, want in (("target_file_size", self.target_file_size, c.target_file_size),
+                              ("min_file_size", self.min_file_size, c.min_file_size), ("method", self.method, c.method)):
+            if have != want:
+                out.append(f"{k} {have!r} is not the policy's {want!r}")
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,11 +226,19 @@ class CompactAction(RewriteAction):
 
 @dataclass(frozen=True, kw_only=True)
 class ZOrderAction(RewriteAction):
-    """Z-order a whole partition by ``z_order_by`` (delta-rs' z-order or delta-spark's OPTIMIZE ZORDER BY)."""
+    """Z-order a whole partition by ``z_order_by`` (the format's z-order on either engine)."""
 
     type: ClassVar[str] = "z_order"
-    strategy: ClassVar[str] = "z_order"
-    z_order_by: tuple[str, ...] = ()
+    strategy: ClassVar[Strategy] = "z_order"
+    z_order_by: tuple[str, ...] = field(default=(), metadata={"schema": {"minItems": 1}, "required": True})
+
+    def compaction(self) -> Compaction:
+        return replace(super().compaction(), z_order_by=self.z_order_by)
+
+    def policy_problems(self, policy: TablePolicy) -> list[str]:
+        want = tuple(policy.compaction.z_order_by)
+        return super().policy_problems(policy) + (
+            [] if tuple(self.z_order_by) == want else [f"z_order_by {list(self.z_order_by)} is not the policy's {list(want)}"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,151 +246,20 @@ class SortAction(RewriteAction):
     """Rewrite a whole partition with its rows sorted by ``sort_by`` (strategy sort)."""
 
     type: ClassVar[str] = "sort"
-    strategy: ClassVar[str] = "sort"
-    sort_by: tuple[str, ...] = ()
+    strategy: ClassVar[Strategy] = "sort"
+    sort_by: tuple[str, ...] = field(default=(), metadata={"schema": {"minItems": 1}, "required": True})
+
+    def compaction(self) -> Compaction:
+        return replace(super().compaction(), sort_by=self.sort_by)
+
+    def policy_problems(self, policy: TablePolicy) -> list[str]:
+        want = tuple(policy.compaction.sort_by)
+        return super().policy_problems(policy) + (
+            [] if tuple(self.sort_by) == want else [f"sort_by {list(self.sort_by)} is not the policy's {list(want)}"])
 
 
-@dataclass(frozen=True, kw_only=True)
-class VacuumAction(Action):
-    """VACUUM a Delta table: delete files it no longer references, older than ``retention_hours``."""
-
-    type: ClassVar[str] = "vacuum"
-    retention_hours: int
-    #: apply lists what the VACUUM would delete before deleting anything, and deletes nothing unless every
-    #: file listed is in ``files`` (compactor/formats/delta/maintenance.py)
-    dry_run_first: bool = True
-    #: how many files a vacuum would delete when planned (formats/delta/vacuum_listing.py), None when unknown
-    files_to_delete: int | None = None
-    #: those files, relative to the table root as stored, sorted (None when they could not be listed);
-    #: the precondition's digest covers them, so an edited list is an edited plan
-    files: tuple[str, ...] | None = None
-
-    @property
-    def digested_paths(self) -> tuple[str, ...]:
-        return self.files or ()
-
-    def check(self, live: Collection[str]) -> None:
-        """Only the digest: the files a vacuum deletes are never live (apply lists them again and the deletion
-        gate proves each unreferenced right before the delete)."""
-        self.precondition.check_digest(self.digested_paths)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SetPropertiesAction(Action):
-    """Set the Delta table properties its policy's retention declares (deleted-file and log retention)."""
-
-    type: ClassVar[str] = "set_properties"
-    properties: Mapping[str, str] = field(default_factory=dict)
-    #: the values before (for the reviewer)
-    current: Mapping[str, str | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SinkGuards:
-    """What a file-sink action re-checks before touching the log (copied from the policy at plan time)."""
-
-    quiet_period: int = 600
-    checkpoint: str | None = None
-    writer_stopped_check: bool = True
-    downstream_streaming_readers: str = "unknown"
-    grace_period: int = 3600
-    #: the log as planned: apply refuses when the writer has written batches since
-    latest_compact: str | None = None
-    latest_batch: int | None = None
-
-
-class SinkGuardFields(TypedDict):
-    """The SinkGuards fields every sink action of a table carries (passed to each action's constructor)."""
-
-    quiet_period: int
-    checkpoint: str | None
-    writer_stopped_check: bool
-    downstream_streaming_readers: str
-    grace_period: int
-    latest_compact: str | None
-    latest_batch: int | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SinkCompactAction(RewriteAction, SinkGuards):
-    """Rewrite a file sink's small files listed in its latest ``.compact`` and swap them in that manifest."""
-
-    type: ClassVar[str] = "sink_compact"
-
-
-@dataclass(frozen=True, kw_only=True)
-class SinkPruneAction(Action, SinkGuards):
-    """Drop the entries older than ``retention`` from a file sink's latest ``.compact``; with ``delete_files``
-    their data files go to the ledger."""
-
-    type: ClassVar[str] = "sink_prune"
-    retention: int
-    horizon_ms: int
-    delete_files: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class SinkDeleteReplacedAction(Action, SinkGuards):
-    """Delete replaced files of a file sink's ledger (``files``) past the grace period, once no log file lists them."""
-
-    type: ClassVar[str] = "sink_delete_replaced"
-    files: tuple[str, ...] = ()
-
-    @property
-    def input_paths(self) -> tuple[str, ...]:
-        return self.files
-
-    def check(self, live: Collection[str]) -> None:
-        """The digest covers ``files`` (replaced files: not live, by design)."""
-        if digest_paths(self.files) != self.precondition.digest:
-            raise PlanError("the files to delete do not match the action's precondition digest: the plan was "
-                            "edited after `compactor plan` wrote it", hint="re-run `compactor plan`")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RepairAction(Action):
-    """Take out the extra copy of rows another writer's (or a stale) commit made live twice: remove
-    ``remove`` (live) and bring back ``restore`` (removed; re-added, or copied under a new name when VACUUM
-    may already delete it) in one dataChange=false commit, proved on the files' contents first
-    (formats/delta/repair.py). Listed first in its table's actions; apply re-derives it from the log and
-    runs it only when the derived repair is this one."""
-
-    type: ClassVar[str] = "repair"
-    #: the versions of the commits that made rows live twice
-    anomalies: tuple[int, ...]
-    #: every commit the repair reverts (the anomalies and the rewrites of their files since)
-    chain: tuple[int, ...] = ()
-    remove: tuple[str, ...] = ()
-    restore: tuple[str, ...] = ()
-    #: the first version of the log window it was derived from (apply reads the same window)
-    window_start: int | None = None
-    #: rows of the files removed and restored (the log's numRecords; apply proves them on the files)
-    rows_removed: int | None = None
-    rows_restored: int | None = None
-
-    @property
-    def input_paths(self) -> tuple[str, ...]:
-        return (*self.remove, *self.restore)
-
-    def check(self, live: Collection[str]) -> None:
-        """The digest covers remove then restore; what it removes must be live, what it restores not."""
-        if digest_paths(self.input_paths) != self.precondition.digest:
-            raise PlanError("the repair's files do not match its precondition digest: the plan was edited "
-                            "after `compactor plan` wrote it", hint="re-run `compactor plan`")
-        gone = [p for p in self.remove if p not in live]
-        back = [p for p in self.restore if p in live]
-        if gone or back:
-            raise StalePlanError(f"the table changed where the repair works ({len(gone)} file(s) to remove no longer "
-                                 f"live, {len(back)} to restore live again)", hint="re-run `compactor plan`")
-
-
-ACTION_TYPES: dict[str, type[Action]] = {c.type: c for c in (
-    CompactAction, ZOrderAction, SortAction, VacuumAction, SetPropertiesAction, SinkCompactAction,
-    SinkPruneAction, SinkDeleteReplacedAction, RepairAction)}
-#: actions that rewrite data files (and so must preserve rows exactly)
-REWRITE_ACTIONS = frozenset(t for t, c in ACTION_TYPES.items() if c.rewrites)
-#: param keys that are derived, not stored fields
-_DERIVED_PARAMS = frozenset({"strategy"})
+#: the actions every format may run (a format's own register through planning/vocabulary.py)
+SHARED_ACTIONS: tuple[type[Action], ...] = (CompactAction, ZOrderAction, SortAction)
 
 
 def action_to_dict(a: Action) -> dict[str, Any]:
@@ -307,14 +273,12 @@ def action_to_dict(a: Action) -> dict[str, Any]:
     }
 
 
-def action_from_dict(d: Mapping[str, Any]) -> Action:
-    """Inverse of action_to_dict; raises PlanError naming an unknown type or parameter."""
-    cls = ACTION_TYPES.get(d.get("type", ""))
-    if cls is None:
-        raise PlanError(f"unknown action type {d.get('type')!r} (known: {', '.join(ACTION_TYPES)})")
-    own = {f.name: f for f in fields(cls) if f.name not in _COMMON}
+def action_from_dict(cls: type[Action], d: Mapping[str, Any]) -> Action:
+    """Inverse of action_to_dict for an action of type ``cls``; raises PlanError naming an unknown or
+    missing parameter."""
+    own = {f.name: f for f in fields(cls) if f.name not in COMMON_FIELDS}
     params = dict(d.get("params") or {})
-    unknown = sorted(set(params) - set(own) - _DERIVED_PARAMS)
+    unknown = sorted(set(params) - set(own) - set(cls.derived_params()))
     if unknown:
         raise PlanError(f"{cls.type} action has unknown parameter(s) {', '.join(unknown)}")
     typed = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items() if k in own}

@@ -2,8 +2,9 @@
 user can take. `plan` prints them, `inspect` and `report` repeat them: one story for a table.
 
 The why is the planner's own message (the first skip of a kind, with how many partitions share it); the
-next step follows from the reason and, for a table only delta-spark's OPTIMIZE can compact, from the engine
-and the profile's targets (``Advice``)."""
+next step follows from the reason (a format's own reason brings its next step: planning/vocabulary.py)
+and, for a table only another engine can compact (a ``needs`` detail naming a format's remedy), from the
+engine and the profile's targets (``Advice``)."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from compactor.planning.plan import Skip, SkipReason, TablePlan
+from compactor.planning.vocabulary import remedy, skip_kind
 
-#: Skip.details key of a skip that delta-spark's own OPTIMIZE would not have (deletion vectors, table
-#: features delta-rs cannot write, paths it cannot reproduce): its value says what OPTIMIZE needs
+#: Skip.details key of an ``unsupported`` skip another engine would not have: its value names the remedy
+#: (a format registers it: what does the work, on which engine, with which setting)
 NEEDS = "needs"
-#: the value of NEEDS: the spark engine's native OPTIMIZE (compaction.method auto or optimize)
-NATIVE_OPTIMIZE = "native_optimize"
 
 #: reasons that need nothing from the user: the planner will act by itself when there is something to do
-_NOTHING_TO_DO = {
+_NOTHING_TO_DO: dict[str, str] = {
     SkipReason.ALREADY_COMPACT: "nothing to do",
     SkipReason.NO_FILES: "nothing to do",
-    SkipReason.RETENTION_IN_SYNC: "nothing to do",
-    SkipReason.NOTHING_TO_VACUUM: "nothing to do",
     SkipReason.OUTSIDE_WHERE: "left out by compaction.partitions.where; nothing to do",
     SkipReason.OUTSIDE_LOOKBACK: "left out by compaction.partitions.lookback; nothing to do",
     SkipReason.SKIP_LATEST: "left out by compaction.partitions.skip_latest; nothing to do",
@@ -52,7 +50,7 @@ class Advice:
 class SkipLine:
     """One skip kind of a table: how many partitions (or the table), why, and the next step."""
 
-    reason: SkipReason
+    reason: str
     count: int
     why: str
     next_step: str
@@ -73,16 +71,20 @@ def next_step(skip: Skip, engine: str, advice: Advice = Advice()) -> str:
     """What the user can do about ``skip`` (``engine``: the one the plan was made for)."""
     if skip.reason in _NOTHING_TO_DO:
         return _NOTHING_TO_DO[skip.reason]
+    kind = skip_kind(skip.reason)
+    if kind is not None:
+        return kind.next_step
     details: Mapping[str, object] = skip.details
     if skip.reason == SkipReason.UNSUPPORTED:
-        if details.get(NEEDS) == NATIVE_OPTIMIZE:
-            if engine != "spark":
-                if advice.spark_target:
-                    return (f"use the spark engine (delta-spark's OPTIMIZE compacts it): "
+        r = remedy(details.get(NEEDS))
+        if r is not None:
+            if engine != r.engine:
+                if advice.spark_target and r.engine == "spark":
+                    return (f"use the spark engine ({r.by} compacts it): "
                             f"`{advice.command('plan', target=advice.spark_target)}`")
-                return ("use the spark engine (delta-spark's OPTIMIZE compacts it): add a target with `engine: spark` "
+                return (f"use the {r.engine} engine ({r.by} compacts it): add a target with `engine: {r.engine}` "
                         f"to profiles.yml, then `{advice.command('plan', target='<that target>')}`")
-            return "set compaction.method: optimize (or auto) so that delta-spark's OPTIMIZE compacts it"
+            return f"set {r.setting} so that {r.by} compacts it"
         return "compactor does not compact this kind of table: leave it, or take it out of the selection (--exclude)"
     if skip.reason == SkipReason.BELOW_MIN_INPUT_FILES:
         return (f"it is compacted once it holds {details.get('min_input_files', 'min_input_files')} small files; "
@@ -101,17 +103,13 @@ def next_step(skip: Skip, engine: str, advice: Advice = Advice()) -> str:
         return "fix the policy where the message says"
     if skip.reason == SkipReason.UNREADABLE:
         return f"fix what the message says, then `{advice.command('plan', target=advice.target)}`"
-    if skip.reason == SkipReason.WRITER_ACTIVE:
-        return "plan again once the streaming query has stopped (or is idle for sink.quiet_period)"
-    if skip.reason == SkipReason.DOWNSTREAM_READERS:
-        return "check who reads the sink as a stream, then set sink.downstream_streaming_readers"
     return "see `compactor plan --partitions`"
 
 
 def skip_lines(skips: Sequence[Skip], engine: str, advice: Advice = Advice()) -> list[SkipLine]:
     """One line per skip kind, most frequent first (as the plan's summary counts them): the first skip's
     message as the why (naming its partition and how many more share the reason), and its next step."""
-    by_reason: dict[SkipReason, list[Skip]] = {}
+    by_reason: dict[str, list[Skip]] = {}
     for s in skips:
         by_reason.setdefault(s.reason, []).append(s)
     out = []

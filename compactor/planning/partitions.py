@@ -9,23 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.planning.actions import (
-    Action,
-    CompactAction,
-    Precondition,
-    RewriteAction,
-    SinkGuardFields,
-    SortAction,
-    ZOrderAction,
-)
+from compactor.planning.actions import CompactAction, Precondition, RewriteAction, SortAction, ZOrderAction
 from compactor.planning.bins import pack_sorted
-from compactor.planning.plan import Skip, SkipReason
+from compactor.planning.skips import Skip, SkipReason
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
 from compactor.units import format_duration, format_setting_size, format_size, format_span
@@ -39,7 +31,7 @@ class _Candidate:
     """A partition's action before the budget, with its oldest file's mtime (order ``oldest_first``)."""
 
     partition: dict[str, str | None]
-    action: Action
+    action: RewriteAction
     min_mtime: int
 
 
@@ -93,19 +85,19 @@ def plan_partitions(
     version: int | None,
     where: Predicate | None = None,
     eligible: pa.Array | None = None,
-    action_class: type[RewriteAction] | None = None,
-    action_fields: SinkGuardFields | None = None,
+    template: RewriteAction | None = None,
     forced: pa.Array | None = None,
-    ineligible: tuple[SkipReason, str] | None = None,
-) -> tuple[list[Action], list[Skip]]:
+    ineligible: tuple[str, str] | None = None,
+) -> tuple[list[RewriteAction], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
-    ``eligible``: optional boolean mask; files where it is False are never rewritten (sinks: files
-    not listed in the latest .compact). ``action_class``/``action_fields``: the action to build (default:
-    by strategy, CompactAction / ZOrderAction / SortAction) and extra fields for it (sink guards).
-    ``forced``: optional boolean mask of files that are candidates whatever their size (delta-spark
-    OPTIMIZE rewrites files whose deletion vectors delete many rows). ``ineligible``: the skip of a partition
-    whose small files are all outside ``eligible`` (its reason and message); None: the caller reported those
+    ``eligible``: optional boolean mask; files where it is False are never rewritten (e.g. files the
+    format's log does not let it rewrite yet). ``template``: the action each partition's is a copy of, with
+    its partition, files and bins (a format's own rewrite with the fields it carries, or the stale action
+    `apply --replan-stale` plans again); default: the strategy's (CompactAction / ZOrderAction / SortAction)
+    with the compaction's settings. ``forced``: optional boolean mask of files that are candidates whatever
+    their size (the format's native compaction rewrites them). ``ineligible``: the skip of a partition whose
+    small files are all outside ``eligible`` (its reason and message); None: the caller reported those
     partitions itself (they are not also "already compact": they are not).
     """
     if files.num_rows == 0:
@@ -135,7 +127,7 @@ def plan_partitions(
         ordered = sorted(stats, key=lambda k: _sort_key(all_values[k], partition_columns))
         latest = set(ordered[-c.partitions.skip_latest:])
 
-    def skip(k: str, reason: SkipReason, msg: str, **details: Any) -> None:
+    def skip(k: str, reason: str, msg: str, **details: Any) -> None:
         s = stats[k]
         skips.append(Skip(reason, all_values[k] if partition_columns else None,
                           {"files": s["size_count"], "small_files": s["small_sum"], "bytes": s["size_sum"], **details}, msg))
@@ -195,16 +187,12 @@ def plan_partitions(
         survivors.append(k)
 
     candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
-                                version, eligible, skip, action_class, dict(action_fields or {}), small)
+                                version, eligible, skip, template, small)
     return _apply_budget(candidates, c, skips)
 
 
-def _action_class(c: Compaction) -> type[RewriteAction]:
-    return {"bin_pack": CompactAction, "z_order": ZOrderAction, "sort": SortAction}[c.strategy]
-
-
 def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
-                   eligible, skip, action_class, action_fields, candidate) -> list[_Candidate]:
+                   eligible, skip, template, candidate) -> list[_Candidate]:
     """``candidate``: the mask of files a bin may take (small or forced, and eligible). Bin-packing needs
     only those, so only those become Python objects (a quarter of a table's files, typically); z-order
     and sort rewrite whole partitions and take every eligible file."""
@@ -229,10 +217,11 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
     paths = files.column("path").take(order).to_pylist()
     sizes = files.column("size_bytes").take(order).to_pylist()
     live = files.column("num_records")
-    if "deleted_rows" in files.column_names:  # rows a deletion vector deletes are no rows of the table
+    if "deleted_rows" in files.column_names:  # rows marked deleted are no rows readers see (TableState)
         live = pc.subtract(live, pc.fill_null(files.column("deleted_rows"), 0))
     records = live.take(order).to_pylist()
     out: list[_Candidate] = []
+    base = template or _settings(c)
     start = 0
     for k in sorted(survivors):
         end = start + counts.get(k, 0)
@@ -264,25 +253,26 @@ def _build_actions(files, keys, survivors, stats, all_values, partition_columns,
         in_bytes = sum(sum(p_sizes[a:b]) for a, b in runs)
         rec = [r for a, b in runs for r in p_rec[a:b]]
         in_paths = [p for b in bins for p in b]
-        cls = action_class or _action_class(c)
-        typed: dict[str, Any] = {"target_file_size": c.target_file_size, "min_file_size": c.min_file_size,
-                                 "bin_model": bin_model, "method": c.method, **action_fields}
-        if cls is ZOrderAction:
-            typed["z_order_by"] = tuple(c.z_order_by)
-        if cls is SortAction:
-            typed["sort_by"] = tuple(c.sort_by)
-        action = cls(
-            partition=values, input_files=n_in, input_bytes=in_bytes, expected_output_files=outputs,
-            expected_output_bytes=in_bytes, rows=None if None in rec else sum(rec),
-            precondition=Precondition.of(version, in_paths),
-            bins=bins,
-            reason=reason, **typed,
-        )
+        action = replace(
+            base, partition=values, input_files=n_in, input_bytes=in_bytes,
+            expected_output_files=outputs, expected_output_bytes=in_bytes, rows=None if None in rec else sum(rec),
+            precondition=Precondition.of(version, in_paths), bins=bins, reason=reason, bin_model=bin_model)
         out.append(_Candidate(values, action, stats[k]["mtime_min"] or 0))
     return out
 
 
-def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> tuple[list[Action], list[Skip]]:
+def _settings(c: Compaction) -> RewriteAction:
+    """The strategy's rewrite with the compaction's settings (the template of each partition's)."""
+    if c.strategy == "z_order":
+        return ZOrderAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method,
+                            z_order_by=tuple(c.z_order_by))
+    if c.strategy == "sort":
+        return SortAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method,
+                          sort_by=tuple(c.sort_by))
+    return CompactAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method)
+
+
+def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> tuple[list[RewriteAction], list[Skip]]:
     def benefit(x: _Candidate) -> float:
         a = x.action
         return (a.input_files - a.expected_output_files) / max(1, a.input_bytes)
@@ -294,7 +284,7 @@ def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> 
         "oldest_first": lambda x: x.min_mtime,
     }[c.order]
     cands.sort(key=keyf)
-    actions: list[Action] = []
+    actions: list[RewriteAction] = []
     used = 0
     max_b, max_p = c.budget.max_bytes_per_run, c.budget.max_partitions_per_run
     for x in cands:

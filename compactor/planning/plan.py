@@ -1,10 +1,13 @@
 """The plan artifact: frozen, versioned, serialisable data (schemas/plan.schema.json).
 
-A plan is a list of table plans; each holds actions (a tagged union by ``type``, planning/actions.py)
-and explicit skips with reason codes. Every action carries the precondition it was planned under (table
-version and the exact files it replaces), which apply checks again before running it. The plan as a whole
-carries a digest of its own content, so apply can tell a plan as `compactor plan` wrote it from an edited
-one.
+A plan is a list of table plans; each holds actions (a tagged union by ``type``, planning/actions.py and
+each format's own), explicit skips with reason codes, and the blockers its format found (apply refuses a
+table while one is unanswered). Every action carries the precondition it was planned under (table version
+and the exact files it replaces), which apply checks again before running it. The plan as a whole carries
+a digest of its own content, so apply can tell a plan as `compactor plan` wrote it from an edited one.
+
+Schema version 2 (blockers) is written; version 1 (where a format kept its blockers in a field of its own,
+which it reads back as blockers: ``BlockerKind.from_v1``) still loads, its digest over the file as written.
 """
 
 from __future__ import annotations
@@ -13,63 +16,30 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import orjson
 
-from compactor.models.duplicates import DuplicateReport
+from compactor.errors import PlanError
 from compactor.planning.actions import (
-    REWRITE_ACTIONS,
     Action,
     Precondition,
     action_from_dict,
     action_to_dict,
     digest_paths,
 )
+from compactor.planning.bins import BIN_MODELS
+from compactor.planning.blockers import Blocker
+from compactor.planning.skips import Skip, SkipDetail, SkipReason
+from compactor.planning.vocabulary import action_class, blocker_kinds, load_format, skip_reason
 
-__all__ = ["SCHEMA_VERSION", "REWRITE_ACTIONS", "Action", "Precondition", "digest_paths", "Skip", "SkipReason", "TablePlan",
-           "Totals", "Plan", "compute_totals", "plan_to_dict", "plan_from_dict", "plan_digest"]
+__all__ = ["SCHEMA_VERSION", "SCHEMA_VERSIONS", "Action", "Blocker", "Precondition", "digest_paths", "Skip",
+           "SkipDetail", "SkipReason", "TablePlan", "Totals", "Plan", "compute_totals", "plan_to_dict",
+           "plan_from_dict", "plan_digest"]
 
-SCHEMA_VERSION = 1
-
-class SkipReason(StrEnum):
-    """Why a table or partition is left alone (README lists every one; the plan schema's enum is this)."""
-
-    BELOW_MIN_INPUT_FILES = "below_min_input_files"  # fewer candidate files than triggers.min_input_files
-    BELOW_MIN_FILE_REDUCTION = "below_min_file_reduction"  # files now - files after <= triggers.min_file_reduction
-    BELOW_MIN_SMALL_FILE_RATIO = "below_min_small_file_ratio"
-    ALREADY_COMPACT = "already_compact"  # no candidate files, or no bin with 2+ files
-    QUIET_PERIOD = "quiet_period"  # files modified within compaction.quiet_period
-    OUTSIDE_WHERE = "outside_where"  # partition not matched by partitions.where
-    OUTSIDE_LOOKBACK = "outside_lookback"
-    SKIP_LATEST = "skip_latest"
-    BUDGET = "budget"  # cut by max_bytes_per_run / max_partitions_per_run
-    DISABLED = "disabled"  # table or compaction disabled
-    UNREADABLE = "unreadable"  # the table could not be read
-    UNSUPPORTED = "unsupported"  # the engine cannot safely rewrite this table
-    NO_FILES = "no_files"
-    RETENTION_IN_SYNC = "retention_in_sync"  # table properties already match the declared retention
-    NOTHING_TO_VACUUM = "nothing_to_vacuum"  # a VACUUM now would delete no file
-    WRITER_ACTIVE = "writer_active"  # sink: writer not stopped
-    DOWNSTREAM_READERS = "downstream_readers"  # sink: downstream streaming readers not acknowledged
-    INVALID_POLICY = "invalid_policy"  # the policy does not fit the table (e.g. where on a non-partition column)
-
-
-SKIP_REASONS = tuple(SkipReason)
-#: one number (or setting) behind a skip reason
-SkipDetail = int | float | str | bool | None
-
-
-@dataclass(frozen=True)
-class Skip:
-    """A table or partition (``partition`` None: the whole table) left alone, and why."""
-
-    reason: SkipReason
-    partition: Mapping[str, str | None] | None = None
-    #: the numbers behind the reason, e.g. {"candidate_files": 3, "min_input_files": 5}
-    details: Mapping[str, SkipDetail] = field(default_factory=dict)
-    message: str = ""
+#: the plan file's schema version compactor writes, and every version it reads
+SCHEMA_VERSION = 2
+SCHEMA_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -81,8 +51,8 @@ class TablePlan:
     format: str
     engine: str
     version: int | None
-    #: which engine's bin-packing the estimate models: "delta-rs" | "delta-spark" | "compactor"
-    bin_model: str = "delta-rs"
+    #: whose bin-packing the estimate models (planning/bins.py BIN_MODELS)
+    bin_model: str = BIN_MODELS[0]
     partition_columns: tuple[str, ...] = ()
     actions: tuple[Action, ...] = ()
     skipped: tuple[Skip, ...] = ()
@@ -93,18 +63,21 @@ class TablePlan:
     error: str | None = None
     #: policy source (file:line) for traceability
     policy_source: str | None = None
-    #: the table's identity when it was planned (Delta: metaData.id): apply refuses another table at the path
+    #: the table's identity when it was planned, as its format states it: apply refuses another table at the path
     table_id: str | None = None
-    #: rows live twice, found in the table's log (another writer's compaction removed the same files
-    #: again): per anomaly its versions, files and rows. A ``repair`` action answers those it can prove;
-    #: ``plan`` and ``apply`` exit 1 while any is left unanswered
-    duplicate_rewrite: tuple[DuplicateReport, ...] = ()
+    #: what makes apply refuse this table until a planned action answers it (the format found them);
+    #: ``plan`` and ``apply`` exit 1 while any is unanswered
+    blockers: tuple[Blocker, ...] = ()
+
+    def answered(self, blocker: Blocker) -> bool:
+        """Whether the planned action ``blocker`` names answers it."""
+        i = blocker.answered_by
+        return i is not None and 0 <= i < len(self.actions) and self.actions[i].answers(blocker)
 
     @property
-    def unanswered_duplicates(self) -> list[DuplicateReport]:
-        """The anomalies of ``duplicate_rewrite`` that no planned repair action answers."""
-        answered = {int(v) for a in self.actions if a.type == "repair" for v in a.params().get("anomalies", ())}
-        return [d for d in self.duplicate_rewrite if d.later_version not in answered]
+    def unanswered(self) -> list[Blocker]:
+        """The blockers no planned action answers: apply leaves the table alone."""
+        return [b for b in self.blockers if not self.answered(b)]
 
 
 @dataclass(frozen=True)
@@ -120,8 +93,8 @@ class Totals:
     estimated_io_bytes: int = 0
     skipped: int = 0
     errors: int = 0
-    #: tables whose log holds rows live twice that no planned repair answers
-    duplicates: int = 0
+    #: tables with a blocker no planned action answers
+    blocked: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +107,7 @@ class Plan:
     target: Mapping[str, Any]  # Target.redacted()
     tables: tuple[TablePlan, ...] = ()
     totals: Totals = field(default_factory=Totals)
+    #: the schema version it was read as (plan_to_dict always writes SCHEMA_VERSION)
     schema_version: int = SCHEMA_VERSION
     #: selection and vars used (for reproducing the plan)
     invocation: Mapping[str, Any] = field(default_factory=dict)
@@ -142,7 +116,7 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
-        return any(t.actions or t.duplicate_rewrite for t in self.tables)
+        return any(t.actions or t.blockers for t in self.tables)
 
 
 def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
@@ -150,7 +124,7 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
     io = 0
     for t in tables:
         for a in t.actions:
-            if a.type in REWRITE_ACTIONS:
+            if a.rewrites:
                 rewrite_bytes += a.input_bytes
                 io += a.input_bytes + a.expected_output_bytes
     return Totals(
@@ -162,7 +136,7 @@ def compute_totals(tables: tuple[TablePlan, ...] | list[TablePlan]) -> Totals:
         estimated_io_bytes=io,
         skipped=sum(len(t.skipped) for t in tables),
         errors=sum(1 for t in tables if t.error),
-        duplicates=sum(1 for t in tables if t.unanswered_duplicates),
+        blocked=sum(1 for t in tables if t.unanswered),
     )
 
 
@@ -180,9 +154,9 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
             **({"table_id": t.table_id} if t.table_id is not None else {}),
-            **({"duplicate_rewrite": [d.to_dict() for d in t.duplicate_rewrite]} if t.duplicate_rewrite else {}),
+            **({"blockers": [b.to_dict() for b in t.blockers]} if t.blockers else {}),
         })
-    return {"schema_version": plan.schema_version, "compactor_version": plan.compactor_version,
+    return {"schema_version": SCHEMA_VERSION, "compactor_version": plan.compactor_version,
             "generated_at": plan.generated_at, "project": plan.project, "target": dict(plan.target),
             "tables": tables, "totals": asdict(plan.totals), "invocation": dict(plan.invocation)}
 
@@ -230,26 +204,44 @@ def digest_pieces(data: Mapping[str, Any]):  # -> Iterator[str]
 
 
 def plan_from_dict(d: Mapping[str, Any]) -> Plan:
-    """Inverse of plan_to_dict. Callers validate against plan.schema.json first."""
+    """Inverse of plan_to_dict, for every schema version compactor reads. Callers validate against the
+    plan schema of its version first."""
+    version = int(d["schema_version"])
+    if version not in SCHEMA_VERSIONS:
+        raise PlanError(f"plan schema_version {version} is not supported (this compactor reads "
+                        f"{', '.join(map(str, SCHEMA_VERSIONS))})")
     tables = []
     for t in d.get("tables", ()):
+        load_format(t["format"])  # the words of its format: action types, skip reasons, blocker kinds
+        actions = tuple(_action(a) for a in t.get("actions", ()))
+        if version == 1:
+            blockers = tuple(b for k in blocker_kinds() for b in k.from_v1(t, actions))
+        else:
+            blockers = tuple(Blocker.from_dict(b) for b in t.get("blockers") or ())
         tables.append(TablePlan(
             name=t["name"], path=t["path"], format=t["format"], engine=t["engine"],
-            version=t.get("version"), bin_model=t.get("bin_model", "delta-rs"),
-            partition_columns=tuple(t.get("partition_columns") or ()),
-            actions=tuple(action_from_dict(a) for a in t.get("actions", ())),
-            skipped=tuple(Skip(reason=SkipReason(s["reason"]), partition=s.get("partition"),
+            version=t.get("version"), bin_model=t.get("bin_model", BIN_MODELS[0]),
+            partition_columns=tuple(t.get("partition_columns") or ()), actions=actions,
+            skipped=tuple(Skip(reason=skip_reason(s["reason"]), partition=s.get("partition"),
                                details=dict(s.get("details") or {}), message=s.get("message", ""))
                           for s in t.get("skipped", ())),
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
             bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
-            policy_source=t.get("policy_source"), table_id=t.get("table_id"),
-            duplicate_rewrite=tuple(DuplicateReport.from_dict(x) for x in t.get("duplicate_rewrite") or ()),
+            policy_source=t.get("policy_source"), table_id=t.get("table_id"), blockers=blockers,
         ))
-    totals = Totals(**(d.get("totals") or {}))
+    totals = dict(d.get("totals") or {})
+    if version == 1:  # tables with rows live twice no repair answers: blocked tables
+        totals["blocked"] = totals.pop("duplicates", 0)
     return Plan(
         compactor_version=d["compactor_version"], generated_at=d["generated_at"],
         project=d.get("project", ""), target=dict(d.get("target") or {}), tables=tuple(tables),
-        totals=totals, schema_version=int(d["schema_version"]),
+        totals=Totals(**totals), schema_version=version,
         invocation=dict(d.get("invocation") or {}), digest=d.get("digest", ""),
     )
+
+
+def _action(d: Mapping[str, Any]) -> Action:
+    cls = action_class(str(d.get("type", "")))
+    if cls is None:
+        raise PlanError(f"unknown action type {d.get('type')!r}")
+    return action_from_dict(cls, d)

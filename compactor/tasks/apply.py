@@ -37,6 +37,7 @@ from compactor.models.events import (
 from compactor.models.results import ActionResult, Interruption, RunResults, compute_run_totals
 from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan, TablePlan
+from compactor.planning.vocabulary import rewrite_types
 from compactor.project.model import Project, ProjectOptions, Target
 from compactor.runtime.atomic_file import replace_with
 from compactor.runtime.journal import DEFAULT_ORPHAN_GRACE_S
@@ -83,7 +84,7 @@ def apply_plan(plan: Plan, *, target: Target, project: Project | None = None, pl
                        project.target_dir if project is not None and not dry_run else None)
     try:
         for table in plan.tables:
-            if not table.actions and not table.duplicate_rewrite:
+            if not table.actions and not table.blockers:
                 continue
             if stop is not None and stop.is_set():
                 left_for_next_run(table.name, table.actions, results, progress)
@@ -166,7 +167,7 @@ class _Recorder:
                          target=self.target.redacted(), plan_generated_at=self.plan.generated_at,
                          plan_file=self.plan_file, dry_run=self.dry_run, plan_digest=self.plan.digest or None,
                          interrupted=interrupted, results=list(self.results),
-                         totals=compute_run_totals(self.results))
+                         totals=compute_run_totals(self.results, rewrite_types()))
         if self.target_dir is not None:
             write_run_results(run, self.target_dir)
         return run

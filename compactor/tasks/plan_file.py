@@ -1,7 +1,9 @@
-"""Read and write plan files (validated against schemas/plan.schema.json).
+"""Read and write plan files (validated against schemas/plan.schema.json, with its generated parts:
+tasks/plan_schema.py; a plan of schema version 1 against schemas/plan.v1.schema.json).
 
-A plan file carries ``digest``: sha256 of its own content (planning/plan.py, plan_digest). Loading
-recomputes it, so apply can refuse a plan that was edited after `compactor plan` wrote it."""
+A plan file carries ``digest``: sha256 of its own content as written (planning/plan.py, plan_digest), so
+a version-1 plan's digest verifies too. Loading recomputes it, so apply can refuse a plan that was edited
+after `compactor plan` wrote it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from compactor import __version__
 from compactor.errors import PlanError
 from compactor.planning.plan import (
     SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     Plan,
     dumps_action,
     dumps_compact,
@@ -80,8 +83,9 @@ def validate_plan_dict(data: object, path: Path | None = None) -> None:
     if not isinstance(data, dict):
         raise PlanError("plan file is not a JSON object")
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads {SCHEMA_VERSION})",
+    if version not in SCHEMA_VERSIONS or isinstance(version, bool):
+        raise PlanError(f"plan schema_version {version!r} is not supported (this compactor reads "
+                        f"{', '.join(map(str, SCHEMA_VERSIONS))})",
                         hint="re-run `compactor plan` with this compactor version")
     if not data.get("digest"):
         raise PlanError(f"plan file {path or ''} has no digest: compactor writes one into every plan, so it was "
@@ -89,10 +93,14 @@ def validate_plan_dict(data: object, path: Path | None = None) -> None:
                         hint="re-run `compactor plan` and review the new plan")
     import jsonschema
 
-    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema("plan.schema.json")).iter_errors(data))
+    from compactor.tasks.plan_schema import plan_schema
+
+    name, schema = ("plan.schema.json", plan_schema()) if version == SCHEMA_VERSION else \
+        (f"plan.v{version}.schema.json", load_schema(f"plan.v{version}.schema.json"))
+    err = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
-        raise PlanError(f"plan file does not match plan.schema.json at {where}: {err.message[:300]}")
+        raise PlanError(f"plan file does not match {name} at {where}: {err.message[:300]}")
 
 
 def load_plan(path: Path, *, require_key: bytes | None = None) -> Plan:

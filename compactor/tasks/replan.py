@@ -11,23 +11,20 @@ from compactor.planning.actions import RewriteAction
 
 
 def replan(action: RewriteAction, state: TableState) -> RewriteAction:
-    """Re-plan one stale partition with the parameters it was planned with."""
+    """Re-plan one stale partition with the parameters it was planned with (the action's own: its
+    compaction settings, and every field it carries beside its files)."""
     import pyarrow.compute as pc
 
     from compactor.planning.partitions import plan_partitions
-    from compactor.policy.model import Compaction, Triggers
 
-    comp = Compaction(strategy=type(action).strategy, z_order_by=tuple(getattr(action, "z_order_by", ())),  # type: ignore[arg-type]
-                      sort_by=tuple(getattr(action, "sort_by", ())), target_file_size=action.target_file_size,
-                      min_file_size=action.min_file_size, triggers=Triggers(min_input_files=2), method=action.method)  # type: ignore[arg-type]
     mask = None
     for col, val in action.partition.items():
         column = state.files.column(f"partition.{col}")
         m = pc.is_null(column) if val is None else pc.equal(column, val)
         mask = m if mask is None else pc.and_(mask, m)
     files = state.files.filter(mask) if mask is not None else state.files
-    actions, _ = plan_partitions(files, state.partition_columns, comp, now=dt.datetime.now(dt.UTC),
-                                 bin_model=action.bin_model, version=state.version, action_class=type(action))
+    actions, _ = plan_partitions(files, state.partition_columns, action.compaction(), now=dt.datetime.now(dt.UTC),
+                                 bin_model=action.bin_model, version=state.version, template=action)
     if not actions:
         raise StalePlanError("partition changed since planning and no longer needs compaction")
-    return actions[0]  # type: ignore[return-value]
+    return actions[0]

@@ -12,7 +12,6 @@ from compactor.formats import get_format
 from compactor.models.report import RunPoint, TableReport
 from compactor.models.table import TableLocation
 from compactor.planning.explain import Advice, table_verdict
-from compactor.planning.plan import REWRITE_ACTIONS
 from compactor.project.model import ProjectOptions
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +44,7 @@ def collect_report(options: ProjectOptions, plan: Plan | None = None, history_ru
         raise next(iter(read.discover_errors.values()))
     plan = plan or plan_project(options, compiled=compiled, read=read)
     planned: dict[str, set[str]] = {t.name: {_part_label(dict(a.partition)) for a in t.actions
-                                             if a.type in REWRITE_ACTIONS}
+                                             if a.rewrites}
                                     for t in plan.tables}
     planned_tables = {t.name: t for t in plan.tables}
     runs = load_history(compiled.project.target_dir, last=history_runs)
@@ -62,8 +61,8 @@ def collect_report(options: ProjectOptions, plan: Plan | None = None, history_ru
             rep.verdict = table_verdict(tp, advice)
         if tp is not None and not tp.error:
             rep.plan_files_before, rep.plan_files_after = tp.files_before, tp.files_after
-            rep.plan_bytes = sum(a.input_bytes for a in tp.actions if a.type in REWRITE_ACTIONS)
-            rep.plan_input_files = sum(a.input_files for a in tp.actions if a.type in REWRITE_ACTIONS)
+            rep.plan_bytes = sum(a.input_bytes for a in tp.actions if a.rewrites)
+            rep.plan_input_files = sum(a.input_files for a in tp.actions if a.rewrites)
         state = read.states[p.name]
         if isinstance(state, Exception):
             rep.error = str(state)

@@ -1,7 +1,8 @@
-"""One table of a plan, under its lease: clean up after killed runs, refuse rows live twice that no
-reviewed repair answers, then the table's actions in plan order. Consecutive rewrites the format can group
-share one commit (partial progress per group); each action's precondition is checked on the snapshot read
-once for the table (its format re-checks the inputs against the log right before committing)."""
+"""One table of a plan, under its lease: clean up after killed runs, refuse the table while a blocker no
+planned action answers is left (rows live twice no reviewed repair answers), then the table's actions in
+plan order. Consecutive rewrites the format can group share one commit (partial progress per group); each
+action's precondition is checked on the snapshot read once for the table (its format re-checks the inputs
+against the log right before committing)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from compactor.models.results import ActionResult
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, RewriteAction
+from compactor.planning.blockers import by_kind
 from compactor.planning.plan import Plan, TablePlan
+from compactor.planning.vocabulary import blocker_kind
 from compactor.project.model import Target
 from compactor.runtime.lease import TableLease
 from compactor.tasks.left_over import left_for_next_run, out_of_time
@@ -101,8 +104,8 @@ def apply_table(env: TableRun, results: list[ActionResult]) -> bool:
             fmt.recover(env.location, grace_s=env.orphan_grace_s)
         except Exception as e:  # noqa: BLE001 - cleanup is best effort; it never blocks compaction
             log.warning("%s: could not check for files left by interrupted runs: %s", table.name, e)
-    if _unanswered_duplicates(table, results, env.progress):
-        return True  # rows live twice that no reviewed repair answers: leave the table as it is
+    if _refused(table, results, env.progress):
+        return True  # a blocker no planned action answers: leave the table as it is
     session = fmt.open_session(env.location)
     try:
         return _run_actions(env, results, session)
@@ -110,24 +113,19 @@ def apply_table(env: TableRun, results: list[ActionResult]) -> bool:
         session.close()  # discards work prepared for an action that did not run
 
 
-def _unanswered_duplicates(table: TablePlan, results: list[ActionResult], progress: Progress | None) -> bool:
-    """The plan found rows live twice in this table and lists no repair for them (compactor could not
-    prove one): the table fails (apply exits 1) and nothing of it is touched. A repair is never improvised
-    here: it runs only as a reviewed ``repair`` action (README, Safety model)."""
-    left = table.unanswered_duplicates
-    if not left:
-        return False
-    versions = sorted({d.later_version for d in left})
-    reasons = sorted({d.reason for d in left if d.reason})
-    res = ActionResult(table.name, "repair", {}, status="error",
-                       error=f"rows live twice since version(s) {versions} and compactor will not repair them "
-                             f"automatically{': ' + '; '.join(reasons) if reasons else ''}; the table was not touched "
-                             "(`compactor repair --dry-run` explains; RESTORE to a version before it, or deduplicate "
-                             "by hand)")
-    results.append(res)
-    if progress:
-        progress(ActionFinished(table.name, res))
-    return True
+def _refused(table: TablePlan, results: list[ActionResult], progress: Progress | None) -> bool:
+    """The plan found blockers in this table that no planned action answers (e.g. rows live twice that
+    compactor could not prove a repair for): the table fails (apply exits 1) and nothing of it is touched,
+    one error per kind of blocker, in the format's words. What answers a blocker is never improvised here:
+    it runs only as a reviewed action of the plan (README, Safety model)."""
+    left = table.unanswered
+    for code, blockers in by_kind(left).items():
+        kind = blocker_kind(code)
+        res = ActionResult(table.name, kind.action, {}, status="error", error=kind.refusal(blockers))
+        results.append(res)
+        if progress:
+            progress(ActionFinished(table.name, res))
+    return bool(left)
 
 
 def _run_actions(env: TableRun, results: list[ActionResult], session: TableSession) -> bool:
@@ -378,7 +376,7 @@ def _run_action(env: TableRun, i: int, planned: Action, res: ActionResult, state
     if env.progress:
         env.progress(ActionStarted(table.name, action.type, action.partition, action.input_bytes, i,
                                    len(table.actions)))
-    if env.dry_run and action.type != "vacuum":
+    if env.dry_run and not action.runs_in_dry_run:
         res.status = "skipped"
         res.details.dry_run, res.details.would_rewrite_files = True, action.input_files
         res.details.would_write_files = action.expected_output_files

@@ -14,10 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.formats.delta.actions import VacuumAction
 from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.results import RunResults
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Action, Precondition, VacuumAction
+from compactor.planning.actions import Action, Precondition
 from compactor.planning.plan import Plan, TablePlan
 from compactor.policy.model import Compaction, TablePolicy, Triggers
 from compactor.project.model import Target

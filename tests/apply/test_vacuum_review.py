@@ -21,11 +21,11 @@ from deltalake import DeltaTable
 from rich.console import Console
 
 from compactor.cli import cli
+from compactor.formats.delta.actions import VacuumAction
 from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.events import ActionFinished
 from compactor.models.table import TableLocation
 from compactor.output.apply_render import ProgressPrinter
-from compactor.planning.actions import VacuumAction
 from compactor.planning.plan import Plan
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan

@@ -24,7 +24,7 @@ def test_plan_out_creates_missing_folders(tmp_path: Path) -> None:
     metrics = tmp_path / "metrics" / "plan.prom"
     r = cli("plan", "--project-dir", str(p), "--out", str(out), "--metrics", str(metrics))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert json.loads(out.read_text())["schema_version"] == 1 and metrics.is_file()
+    assert json.loads(out.read_text())["schema_version"] == 2 and metrics.is_file()
     report = tmp_path / "reports" / "lake.html"
     assert cli("report", "--project-dir", str(p), "--plan", str(out), "--out", str(report)).returncode == 0
     assert report.is_file()

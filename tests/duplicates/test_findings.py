@@ -42,7 +42,7 @@ def test_finding_1_delete_then_restore_is_no_duplicate_and_no_row_is_lost(tmp_pa
     plan = run("plan", "--project-dir", str(proj), "--format", "json")
     assert plan.exit_code == 0, plan.output
     (table,) = json.loads(plan.output)["tables"]
-    assert "duplicate_rewrite" not in table and all(a["type"] != "repair" for a in table["actions"])
+    assert "blockers" not in table and all(a["type"] != "repair" for a in table["actions"])
     again = run("apply", "--project-dir", str(proj), "--auto-approve")
     assert again.exit_code == 0, again.output
     assert "repaired" not in again.output

@@ -107,9 +107,11 @@ def test_a_duplicated_table_is_reported_by_inspect_and_plan_and_repair_fixes_it_
     doc = json.loads(plan.output)
     jsonschema.validate(doc, load_schema("plan.schema.json"))
     (tp,) = doc["tables"]
-    (dr,) = tp["duplicate_rewrite"]
+    (blocker,) = tp["blockers"]
+    dr = blocker["details"]
+    assert (blocker["kind"], blocker["answered_by"]) == ("duplicate_rewrite", 0)  # the repair, action 0
     assert (dr["later_version"], dr["earlier_versions"], dr["rows"]) == (later, ours, n)
-    assert doc["totals"]["duplicates"] == 0  # every anomaly is answered by the planned repair
+    assert doc["totals"]["blocked"] == 0  # every anomaly is answered by the planned repair
     # each partition holds compactor's file and the extra copy: compacting the two would make the
     # duplicate permanent, so the extra copies are never planned as inputs; the repair is the one action
     (rep,) = tp["actions"]

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from compactor.formats.delta.actions import SetPropertiesAction, VacuumAction
 from compactor.formats.delta.run import partition_filters
 from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.table import TableLocation
@@ -18,9 +19,7 @@ from compactor.planning.actions import (
     Action,
     CompactAction,
     Precondition,
-    SetPropertiesAction,
     SortAction,
-    VacuumAction,
     ZOrderAction,
 )
 from compactor.planning.plan import Plan, TablePlan

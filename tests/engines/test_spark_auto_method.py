@@ -15,6 +15,7 @@ from deltalake import DeltaTable
 from compactor.engines.spark import SparkEngine
 from compactor.formats.delta import FORMAT
 from compactor.formats.delta.context import only_native_can
+from compactor.formats.delta.facts import delta_facts
 from compactor.models.table import TableLocation
 from compactor.planning.actions import CompactAction, ZOrderAction
 from compactor.project.model import Target
@@ -44,8 +45,9 @@ def test_only_optimize_can_z_order_but_a_plain_table_is_compactors_to_rewrite(tm
     inputs = tuple(state.paths)
     assert not only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), state)
     assert only_native_can(ZOrderAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19, z_order_by=("id",)), state)
-    clustered = replace(state, protocol=replace(state.protocol, min_writer_version=7,
-                                                writer_features=("clustering", "domainMetadata")))
+    facts = delta_facts(state)
+    clustered = replace(state, extra=replace(facts, protocol=replace(facts.protocol, min_writer_version=7,
+                                                                     writer_features=("clustering", "domainMetadata"))))
     assert only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), clustered)
 
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from compactor.cli.history import command as history_command
 from compactor.models.results import ActionResult, RunResults, compute_run_totals
+from compactor.planning.vocabulary import rewrite_types
 from compactor.policy.schema import load_schema
 from compactor.tasks.history import load_history, record_run
 
@@ -19,7 +20,7 @@ def _run(run_id: str, started: str, tables: tuple[str, ...] = ("a",), status: st
     results = [ActionResult(t, "compact", {"d": "1"}, status, 4, 1, 4000, 3900, table_version_before=1,
                             table_version_after=2, duration_s=0.25) for t in tables]
     return RunResults(run_id, "0.1", started, started, "local", {"deltalake": "1.6.6"}, {"name": "dev"},
-                      results=results, totals=compute_run_totals(results))
+                      results=results, totals=compute_run_totals(results, rewrite_types()))
 
 
 def test_round_trip_and_order(tmp_path: Path) -> None:

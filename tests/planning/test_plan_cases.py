@@ -30,8 +30,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from compactor.formats.delta.facts import DeltaFacts
-from compactor.models.state import Protocol, TableState, files_table
+from compactor.formats.delta.facts import DeltaFacts, DeltaProtocol
+from compactor.models.state import TableState, files_table
 from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table
 from compactor.policy.yamlpos import load_yaml
@@ -86,7 +86,7 @@ def test_plan_case(path: Path) -> None:
         extra.update(deleted_rows=deleted, has_deletion_vectors=True, deletion_vectors_enabled=True)
     state = TableState(uri="/lake/t", format="delta", version=case.get("version", 1), partition_columns=pcols,
                        files=files, properties=case.get("properties", {}),
-                       protocol=Protocol(**case.get("protocol", {})), extra=DeltaFacts(**extra))
+                       extra=DeltaFacts(protocol=DeltaProtocol(**case.get("protocol", {})), **extra))
     target = Target(engine=case.get("engine", "local"))
     plan = build_plan([_policy(case.get("policy", {}))], {"t": state}, now=now, target=target, project_name="cases")
     table = plan.tables[0]

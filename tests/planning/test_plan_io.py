@@ -91,20 +91,25 @@ def test_own_plans_skip_the_schema_and_edited_ones_do_not(tmp_path: Path) -> Non
         load_plan(edited)
 
 
-def test_skip_reasons_are_one_enum_in_code_schema_and_readme(tmp_path: Path) -> None:
-    """SkipReason is the one list: the plan schema's enum and README's list of reason codes match it, and
-    a plan file with a reason compactor does not know is refused at load (not a ValueError later)."""
+def test_skip_reasons_are_one_list_in_code_schema_and_readme(tmp_path: Path) -> None:
+    """The shared SkipReason and each format's registered reasons are the one list: the plan schema's enum
+    and README's list of reason codes match it, and a plan file with a reason compactor does not know is
+    refused at load (not a ValueError later)."""
     import re
 
     from compactor.planning.plan import SkipReason
+    from compactor.planning.vocabulary import skip_reasons
     from compactor.policy.schema import load_schema
 
+    known = skip_reasons()
+    assert known[:len(SkipReason)] == [r.value for r in SkipReason] and len(set(known)) == len(known)
+    assert {"retention_in_sync", "nothing_to_vacuum", "writer_active", "downstream_readers"} <= set(known)
     schema = load_schema("plan.schema.json")["$defs"]["skip"]["properties"]["reason"]["enum"]
-    assert schema == [r.value for r in SkipReason]
+    assert schema == known
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("Every partition left alone carries a reason code")
     listed = readme[start:readme.index("These come with the numbers", start)]
-    assert set(re.findall(r"`(\w+)`", listed)) == {r.value for r in SkipReason}
+    assert set(re.findall(r"`(\w+)`", listed)) == set(known)
     plan = _plan()
     assert all(isinstance(s.reason, SkipReason) for t in plan.tables for s in t.skipped)
     data = plan_to_dict(plan)

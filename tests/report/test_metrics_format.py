@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import CompactorError
+from compactor.formats.delta.actions import VacuumAction
 from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.output.metrics import write_metrics
-from compactor.planning.actions import CompactAction, VacuumAction
+from compactor.planning.actions import CompactAction
 from compactor.planning.plan import Plan, Skip, TablePlan
+from compactor.planning.vocabulary import rewrite_types
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL = r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\\\|\\"|\\n)*)"'
@@ -65,7 +67,7 @@ def _run(name: str = "t") -> RunResults:
                ActionResult(name, "compact", {"day": "2"}, "error", 0, 0, 0, 0, duration_s=0.5, error="boom"),
                ActionResult("other", "vacuum", {}, "skipped")]
     return RunResults("20260101T000000Z-abc", "0.1", "2026-01-01T00:00:00Z", "2026-01-01T00:00:02Z", "local", {},
-                      {}, results=results, totals=compute_run_totals(results))
+                      {}, results=results, totals=compute_run_totals(results, rewrite_types()))
 
 
 def test_prometheus_plan_and_run_samples(tmp_path: Path) -> None:

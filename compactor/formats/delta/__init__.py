@@ -16,10 +16,11 @@ from compactor.formats.base import (
     TableFormat,
     TableSession,
 )
+from compactor.formats.delta.actions import SetPropertiesAction
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.planning.actions import Action, RewriteAction, SetPropertiesAction
+from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
 
@@ -113,10 +114,10 @@ class DeltaFormat:
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
+        from compactor.formats.delta.retention import vacuum_retention_hours
         from compactor.formats.delta.session import DeltaSession
         from compactor.formats.delta.state import read_delta_state
         from compactor.formats.delta.vacuum_listing import vacuum_candidates
-        from compactor.planning.retention import vacuum_retention_hours
 
         planning = policy is not None and policy.enabled and session is None
         early: tuple[int, DuplicateFacts] | None = None
@@ -131,14 +132,14 @@ class DeltaFormat:
                 state = loading.result()
         else:
             state = read_delta_state(table)
+        facts = delta_facts(state)
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
-            state = replace(state, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
+            facts = replace(facts, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
         if planning:  # (apply runs the planned repair)
-            facts = early[1] if early is not None and early[0] == state.version else \
-                duplicate_facts(table, state.version)
-            state = replace(state, extra=replace(delta_facts(state), duplicates=facts))
-        return state
+            facts = replace(facts, duplicates=early[1] if early is not None and early[0] == state.version
+                            else duplicate_facts(table, state.version))
+        return state if facts is state.extra else replace(state, extra=facts)
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
         from compactor.formats.delta.plan import plan_delta_table

@@ -72,7 +72,7 @@ def handle(ctx: ActionContext) -> DeltaTable:
 
 
 def check_writable(ctx: ActionContext) -> None:
-    feats = set(ctx.state.protocol.writer_features) & DELTA_RS_UNWRITABLE
+    feats = set(delta_facts(ctx.state).protocol.writer_features) & DELTA_RS_UNWRITABLE
     if feats:
         raise UnsupportedTableError(f"{ctx.table.name}: delta-rs cannot write tables with writer feature(s) "
                                     f"{', '.join(sorted(feats))}")
@@ -176,7 +176,7 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
     if not isinstance(action, RewriteAction):
         return None
     if uses_native(action, engine, uri, state):
-        if "clustering" in state.protocol.writer_features:
+        if "clustering" in delta_facts(state).protocol.writer_features:
             return None  # OPTIMIZE of a clustered table takes no partition predicate
         return ("optimize", action.target_file_size, action.min_file_size,
                 tuple(action.z_order_by) if isinstance(action, ZOrderAction) else ())

@@ -1,5 +1,6 @@
-"""What a Delta table's state carries beside its files (TableState.extra of format "delta"): deletion
-vectors, files delta-rs cannot remove, and the rows live twice with the repair to plan first."""
+"""What a Delta table's state carries beside its files (TableState.extra of format "delta"): its protocol
+and schema, deletion vectors, files delta-rs cannot remove, the files a VACUUM would delete now, and the
+rows live twice with the repair to plan first."""
 
 from __future__ import annotations
 
@@ -32,9 +33,23 @@ class DuplicateFacts:
 
 
 @dataclass(frozen=True)
-class DeltaFacts:
-    """A Delta state's ``extra``: deletion vectors, files delta-rs cannot remove, and rows live twice."""
+class DeltaProtocol:
+    """A Delta table's protocol: the reader and writer versions and the table features it requires."""
 
+    min_reader_version: int = 1
+    min_writer_version: int = 2
+    reader_features: tuple[str, ...] = ()
+    writer_features: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeltaFacts:
+    """A Delta state's ``extra``: protocol, schema, deletion vectors, files delta-rs cannot remove, the
+    VACUUM's candidates and rows live twice."""
+
+    protocol: DeltaProtocol = field(default_factory=DeltaProtocol)
+    #: the table's schema as JSON (metaData.schemaString), for engines that must write the same schema
+    schema_json: str | None = None
     #: None: delta-rs cannot read the deletion vectors, so any file may have one
     has_deletion_vectors: bool | None = False
     deletion_vectors_enabled: bool = False
@@ -42,6 +57,9 @@ class DeltaFacts:
     deleted_rows: Mapping[str, int] | None = field(default_factory=dict)
     #: files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
     unremovable_paths: frozenset[str] = frozenset()
+    #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,
+    #: sorted), None when they could not be listed (read only when the policy enables vacuum)
+    vacuum_candidates: tuple[str, ...] | None = None
     duplicates: DuplicateFacts = field(default_factory=DuplicateFacts)
 
     @property

@@ -12,16 +12,13 @@ from compactor.errors import (
     ApplyError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta.actions import SetPropertiesAction, VacuumAction
 from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.formats.delta.retention import DELETED, parse_interval
 from compactor.formats.delta.spark import delta_sql_available, native_commits_safe, vacuum_files
 from compactor.formats.delta.spark import vacuum_listing as spark_vacuum_listing
 from compactor.formats.delta.vacuum_listing import VacuumListing, present, stored_names, vacuum_listing
 from compactor.models.results import ActionDetails
-from compactor.planning.actions import (
-    SetPropertiesAction,
-    VacuumAction,
-)
-from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime.deletion import Deletion, delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.storage import storage_for

@@ -22,6 +22,7 @@ from compactor.formats.delta.commit import (
     find_commit,
 )
 from compactor.formats.delta.context import check_writable, fence, handle
+from compactor.formats.delta.facts import delta_facts
 from compactor.formats.delta.log import Commit, num_records
 from compactor.formats.delta.rewrite import after_commit
 from compactor.formats.delta.support import unsupported_reason
@@ -131,7 +132,7 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
     conf = {**optimize_conf(first.target_file_size, first.min_file_size),
             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
     z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
-    clustered = "clustering" in ctx.state.protocol.writer_features
+    clustered = "clustering" in delta_facts(ctx.state).protocol.writer_features
     sql = optimize_sql(engine.hadoop_path(uri), {} if clustered else [dict(a.partition) for a in actions], z)
     fence(ctx)
     with engine.session_conf(conf):  # the user's session settings as they were after (an active session is theirs)

@@ -1,4 +1,5 @@
-"""Plan one Delta table (PURE): which engines can rewrite it, scoping, partitions, retention."""
+"""Plan one Delta table (PURE): which engines can rewrite it, scoping, partitions, retention, and the
+repair of rows live twice (its blockers)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,30 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from compactor.formats.delta.actions import (
+    NATIVE_OPTIMIZE,
+    DeltaSkipReason,
+    RepairAction,
+    SetPropertiesAction,
+    VacuumAction,
+    duplicate_blocker,
+)
 from compactor.formats.delta.facts import delta_facts
+from compactor.formats.delta.retention import (
+    DEFAULTS,
+    DELETED,
+    LOG,
+    format_interval,
+    parse_interval,
+    vacuum_retention_hours,
+)
 from compactor.formats.delta.support import native_possible, unsupported_reason
 from compactor.models.state import TableState
-from compactor.planning.actions import REWRITE_ACTIONS, Precondition, RepairAction
-from compactor.planning.explain import NATIVE_OPTIMIZE, NEEDS
+from compactor.planning.actions import Action, Precondition
+from compactor.planning.explain import NEEDS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
-from compactor.planning.retention import plan_retention
-from compactor.policy.model import TablePolicy
+from compactor.policy.model import Retention, TablePolicy
 from compactor.policy.predicate import PredicateError, parse_where
 
 #: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
@@ -33,7 +49,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
         bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
         bytes_before=state.total_bytes, policy_source=str(policy.source), table_id=state.table_id,
-        duplicate_rewrite=delta_facts(state).duplicates.reports)
+        blockers=tuple(duplicate_blocker(d, ()) for d in delta_facts(state).duplicates.reports))
     if not policy.enabled:
         return replace(base, files_after=state.file_count,
                          skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
@@ -80,14 +96,59 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     else:
         skips.append(Skip(SkipReason.DISABLED, None, {}, "compaction.enabled is false"))
     if policy.retention is not None:
-        acts, sk = plan_retention(policy.retention, state)
-        actions += acts
+        kept, sk = plan_retention(policy.retention, state)
+        actions += kept
         skips += sk
     repair = _repair_action(state)
     if repair is not None:
         actions.insert(0, repair)
-    removed = sum(a.input_files - a.expected_output_files for a in actions if a.type in REWRITE_ACTIONS)
-    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
+    removed = sum(a.input_files - a.expected_output_files for a in actions if a.rewrites)
+    blockers = tuple(duplicate_blocker(d, actions) for d in delta_facts(state).duplicates.reports)
+    return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed,
+                   blockers=blockers)
+
+
+def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action], list[Skip]]:
+    """Retention drift: the declared retention against the table's properties -> set_properties, and the
+    VACUUM of what it would delete now."""
+    actions: list[Action] = []
+    skips: list[Skip] = []
+    wanted = {DELETED: retention.deleted_file_retention}
+    if retention.log_retention is not None:
+        wanted[LOG] = retention.log_retention
+    changes: dict[str, str] = {}
+    current: dict[str, str | None] = {}
+    for key, secs in wanted.items():
+        have = parse_interval(state.properties.get(key))
+        effective = have if have is not None else DEFAULTS[key]
+        if have is None and secs == DEFAULTS[key]:
+            continue  # the default already is what the policy declares
+        if effective != secs:
+            changes[key] = format_interval(secs)
+            current[key] = state.properties.get(key)
+    if changes and retention.manage_properties:
+        actions.append(SetPropertiesAction(
+            precondition=Precondition.of(state.version, ()), properties=changes, current=current,
+            reason="table properties drift from the declared retention",
+        ))
+    elif not changes:
+        skips.append(Skip(DeltaSkipReason.RETENTION_IN_SYNC, None, {k: state.properties.get(k) for k in wanted},
+                          "table properties match the declared retention"))
+    listed = delta_facts(state).vacuum_candidates
+    if retention.vacuum.enabled and listed == () and not changes:
+        # converged: a table that needs nothing gets no action (plan --detailed-exitcode 0); a plan that
+        # changes the retention properties keeps its vacuum (it runs under the new retention)
+        skips.append(Skip(DeltaSkipReason.NOTHING_TO_VACUUM, None, {}, "a VACUUM now would delete no file"))
+    elif retention.vacuum.enabled:
+        hours = vacuum_retention_hours(retention)
+        actions.append(VacuumAction(
+            precondition=Precondition.of(state.version, listed or ()), retention_hours=hours,
+            dry_run_first=retention.vacuum.dry_run_first, files_to_delete=None if listed is None else len(listed),
+            files=listed, input_files=len(listed or ()),
+            reason=f"delete files removed from the log more than {hours}h ago"
+                   + (f" ({len(listed)} file(s) now)" if listed is not None else ""),
+        ))
+    return actions, skips
 
 
 def _repair_action(state: TableState) -> RepairAction | None:

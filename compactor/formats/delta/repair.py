@@ -31,10 +31,10 @@ from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage
 from compactor.formats.delta.log import commits_after
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
 from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.retention import DELETED, parse_interval
 from compactor.formats.delta.support import DELTA_RS_UNWRITABLE
 from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
-from compactor.planning.retention import DELETED, parse_interval
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
 from compactor.runtime.paths import filesystem, join

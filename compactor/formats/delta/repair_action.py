@@ -1,4 +1,4 @@
-"""Run a planned ``repair`` action (planning/actions.py RepairAction) on a Delta table.
+"""Run a planned ``repair`` action (formats/delta/actions.py RepairAction) on a Delta table.
 
 The repair is derived again from the log window the plan read, and committed only when it is the
 reviewed one (same anomalies, same files removed and restored) and its content proof holds
@@ -8,10 +8,10 @@ reviewed one (same anomalies, same files removed and restored) and its content p
 from __future__ import annotations
 
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta.actions import RepairAction
 from compactor.formats.delta.repair import repair
 from compactor.formats.delta.repair_plan import RepairProposal
 from compactor.models.results import ActionDetails
-from compactor.planning.actions import RepairAction
 
 
 def reviewed(action: RepairAction) -> RepairProposal:

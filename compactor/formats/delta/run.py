@@ -23,19 +23,13 @@ from compactor.errors import (
     UnsupportedTableError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.delta.actions import RepairAction, SetPropertiesAction, VacuumAction
 from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key, uses_native
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.rewrite import rewrite_group
 from compactor.formats.delta.support import unsupported_reason
-from compactor.planning.actions import (
-    Action,
-    RepairAction,
-    RewriteAction,
-    SetPropertiesAction,
-    VacuumAction,
-    ZOrderAction,
-)
+from compactor.planning.actions import Action, RewriteAction, ZOrderAction
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +74,7 @@ def _recorded_vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     from compactor.formats.delta.commit import MARKER
     from compactor.formats.delta.context import handle
     from compactor.formats.delta.log_writer import empty_commit, vacuum_end, vacuum_start
-    from compactor.planning.retention import DELETED, parse_interval
+    from compactor.formats.delta.retention import DELETED, parse_interval
 
     began = int(time.time() * 1000)
     outcome = vacuum(action, ctx)

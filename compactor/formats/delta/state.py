@@ -27,8 +27,8 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.facts import DeltaFacts
-from compactor.models.state import Protocol, TableState
+from compactor.formats.delta.facts import DeltaFacts, DeltaProtocol
+from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.secrets import error_text, redact, register_secrets
@@ -246,12 +246,11 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     return TableState(
         uri=uri, format="delta", version=v, partition_columns=parts, files=files, table_id=str(meta.id),
         properties=dict(meta.configuration or {}),
-        protocol=Protocol(proto.min_reader_version, proto.min_writer_version,
-                          tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
-        schema_json=schema_json,
         # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
         # materialising every DV, so only the certain answer is given: no feature, no DVs.
-        extra=DeltaFacts(has_deletion_vectors=None if deleted is None else bool(deleted),
+        extra=DeltaFacts(protocol=DeltaProtocol(proto.min_reader_version, proto.min_writer_version,
+                                                tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
+                         schema_json=schema_json, has_deletion_vectors=None if deleted is None else bool(deleted),
                          deletion_vectors_enabled=dv_enabled, deleted_rows=deleted,
                          unremovable_paths=frozenset(unremovable)),
     )

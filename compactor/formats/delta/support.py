@@ -29,7 +29,7 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
     """Why compactor cannot compact this table with ``engine``/``method``, or None."""
     if native_possible(engine, method):
         return None
-    feats = set(state.protocol.writer_features) | set(state.protocol.reader_features)
+    feats = set(delta_facts(state).protocol.writer_features) | set(delta_facts(state).protocol.reader_features)
     bad = sorted(feats & DELTA_RS_UNWRITABLE)
     if bad:
         return f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits compactor's changes"

@@ -11,17 +11,17 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.formats.file_sink.state import sink_facts
-from compactor.models.state import TableState
-from compactor.planning.actions import (
-    Action,
-    Precondition,
+from compactor.formats.file_sink.actions import (
     SinkCompactAction,
     SinkDeleteReplacedAction,
     SinkGuardFields,
     SinkGuards,
     SinkPruneAction,
+    SinkSkipReason,
 )
+from compactor.formats.file_sink.state import sink_facts
+from compactor.models.state import TableState
+from compactor.planning.actions import Action, Precondition
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.policy.model import Sink, TablePolicy
@@ -80,7 +80,7 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
             reason=f"delete {len(deletions)} replaced file(s) past the {sink.grace_period}s grace period"))
     guard = writer_guard(sink, state, now) or readers_guard(sink)
     if guard:
-        reason = SkipReason.WRITER_ACTIVE if writer_guard(sink, state, now) else SkipReason.DOWNSTREAM_READERS
+        reason = SinkSkipReason.WRITER_ACTIVE if writer_guard(sink, state, now) else SinkSkipReason.DOWNSTREAM_READERS
         skips.append(Skip(reason, None, {"latest_batch": sink_facts(state).latest_batch}, guard))
     elif not sink_facts(state).latest_compact:
         skips.append(Skip(SkipReason.ALREADY_COMPACT, None, {}, "no .compact manifest yet: nothing is safe to rewrite"))
@@ -92,13 +92,15 @@ def plan_sink_table(policy: TablePolicy, state: TableState, *, now: dt.datetime,
             pruned = pa.array([p in set(prune.input_paths) for p in state.files.column("path").to_pylist()])
             eligible = pc.and_(eligible, pc.invert(pruned))  # never compact what is being pruned
         if policy.compaction.enabled:
-            acts, sk = plan_partitions(state.files, state.partition_columns, policy.compaction, now=now,
+            c = policy.compaction
+            template = SinkCompactAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size,
+                                         method=c.method, **guards)
+            acts, sk = plan_partitions(state.files, state.partition_columns, c, now=now,
                                        bin_model="delta-spark", version=state.version, eligible=eligible,
-                                       action_class=SinkCompactAction, action_fields=guards,
-                                       ineligible=(SkipReason.ALREADY_COMPACT, NOT_IN_COMPACT))
+                                       template=template, ineligible=(SkipReason.ALREADY_COMPACT, NOT_IN_COMPACT))
             actions += [replace(a, reason=a.reason + " (files listed in the latest .compact only)") for a in acts]
             skips += sk
-    removed = sum(a.input_files - a.expected_output_files for a in actions if a.type == "sink_compact")
+    removed = sum(a.input_files - a.expected_output_files for a in actions if a.rewrites)
     return replace(base, actions=tuple(actions), skipped=tuple(skips), files_after=state.file_count - removed)
 
 

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from compactor.engines.base import BinJob, inputs_at
 from compactor.errors import ApplyError, PlanError, SinkGuardError, StalePlanError, VerificationError
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.file_sink.actions import SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
 from compactor.formats.file_sink.location import SinkRoot
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.plan import readers_guard, writer_guard
@@ -44,7 +45,7 @@ from compactor.formats.file_sink.state import (
     sink_log,
 )
 from compactor.models.results import ActionDetails
-from compactor.planning.actions import Action, SinkCompactAction, SinkDeleteReplacedAction, SinkPruneAction
+from compactor.planning.actions import Action
 from compactor.runtime.deletion import delete_proved
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
