@@ -106,9 +106,10 @@ def _as_table_names(md: pq.FileMetaData, arrow: pa.Schema, schema: Schema) -> tu
         if raw is None:  # no field id (a file written before the table was Iceberg): by name
             fields.append(f)
             continue
-        current = schema._lazy_id_to_field.get(int(raw))  # noqa: SLF001 (pyiceberg's id index, pinned version)
-        if current is None or schema.find_column_name(int(raw)) != current.name:
+        name = schema.find_column_name(int(raw))
+        if name is None or "." in name:
             continue  # dropped, or not a top-level column any more
+        current = schema.find_field(int(raw))
         names[f.name] = current.name
         fields.append(f.with_name(current.name))
     if all(k == v for k, v in names.items()):
