@@ -312,6 +312,7 @@ class _Instrument(NodeTransformer):
         self.recursive += node.recursive
         self.generic_visit(node)
         self.recursive -= node.recursive
+        # jinja2 annotates For.iter as any Node; its parser only puts an expression there
         node.iter = _wrap(_ITER, node.iter)  # type: ignore[arg-type]
         return node
 
@@ -336,6 +337,7 @@ class _Instrument(NodeTransformer):
         call = node.call
         self.generic_visit(node)
         if isinstance(node.call, nodes.Call) and node.call is not call:  # keep `{% call %}`'s own Call
+            # args[0] of visit_Call's wrapper is the original Call; jinja2 types Call.args as Expr
             node.call = node.call.args[0]  # type: ignore[assignment]
         return node
 
