@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
     from compactor.tasks.demo import DemoLake, TableSnapshot
+    from compactor.tasks.repair import RepairReport as RepairReport  # re-exported: cli/ imports api, not tasks/
 
 
 def validate(options: ProjectOptions = ProjectOptions()) -> ValidationResult:
@@ -108,8 +109,8 @@ def repair(
     storage_options: Mapping[str, str] | None = None,
     dry_run: bool = False,
     horizon: int | None = None,
-    approved: Any = None,
-) -> Any:
+    approved: RepairReport | None = None,
+) -> RepairReport:
     """Find and repair duplicate rewrites (another writer's compaction removed files a compaction had
     already removed, so rows are live twice): in one table at ``path``, or in every selected table of the
     project. Returns a RepairReport; a table that cannot be repaired is reported, never half-repaired.

@@ -45,7 +45,8 @@ class LazyGroup(click.Group):
             if e.name == f"compactor.cli.{module}":
                 return None
             raise
-        return mod.command
+        command: click.Command = mod.command  # each module under compactor.cli defines `command`
+        return command
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
         """A mistyped command (``compactor plna``) is a usage error that names the closest one."""

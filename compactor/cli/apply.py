@@ -47,9 +47,10 @@ from compactor.cli.common import (
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(plan_file, project_dir, profiles_dir, target, vars_text, select, exclude, auto_approve, dry_run,
-            fail_fast, replan_stale, fmt, metrics, watch, max_runtime, require_signature, fail_on_empty,
-            debug) -> int:
+def command(plan_file: Path | None, project_dir: Path, profiles_dir: Path | None, target: str | None,
+            vars_text: str | None, select: tuple[str, ...], exclude: tuple[str, ...], auto_approve: bool,
+            dry_run: bool, fail_fast: bool, replan_stale: bool, fmt: str, metrics: Path | None, watch: str | None,
+            max_runtime: str | None, require_signature: bool, fail_on_empty: bool, debug: bool) -> int:
     """Apply PLAN_FILE exactly (from `compactor plan --out`), or plan and apply now."""
     from compactor import api
     from compactor.cli.common import echo_json

@@ -4,6 +4,7 @@ asks of its writer."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import click
 
@@ -29,7 +30,9 @@ from compactor.policy.model import TablePolicy
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, explain, fail_on_empty, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], fmt: str, explain: bool, fail_on_empty: bool,
+            debug: bool) -> int:
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
     sink retention); with --explain, every selected policy's settings and the layer each comes from."""
     from compactor import api

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from compactor.cli import exit_codes
@@ -15,7 +17,8 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
               help="spark targets: also start a Spark session and load the Delta jars (slow: 20-30 s).")
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, spark_session, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], spark_session: bool, debug: bool) -> int:
     """Check the project, the profile and target, each selected table's store with the target's
     credentials, and for a spark target Java (with spark.remote: that the Spark Connect server answers),
     pyspark and (with --spark-session) the Delta jars."""

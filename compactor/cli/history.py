@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
@@ -14,7 +16,9 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, table, last, fmt, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], table: str | None, last: int, fmt: str,
+            debug: bool) -> int:
     """List past apply runs (from <target-path>/history)."""
     from rich.table import Table
 

@@ -26,7 +26,8 @@ from compactor.cli.common import debug_option, echo_json, handle_errors
 @click.option("--target", "-t", "target_name", default=None, help="Profile target (default: the profile's target).")
 @debug_option
 @handle_errors
-def command(path, fmt, policy_project, table, horizon, project_dir, profiles_dir, target_name, debug) -> int:
+def command(path: str, fmt: str, policy_project: Path | None, table: str | None, horizon: int | None,
+            project_dir: Path, profiles_dir: Path | None, target_name: str | None, debug: bool) -> int:
     """Health report of PATH (a table's location, or the name of a table of the project): files and size
     histogram per partition, small-file share, manifest/log growth; for Delta tables rows live twice and
     auto-compaction warnings. Under a policy (a table name, or --table) it reports the planner's own

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from compactor.cli import exit_codes
@@ -22,7 +24,8 @@ from compactor.cli.common import (
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], fmt: str, fail_on_empty: bool, debug: bool) -> int:
     """List the selected tables (honours --select/--exclude): name, format, location, policy summary and
     where its policy comes from (a policy file, a catalog, a dbt node). Reads no table."""
     from compactor import api

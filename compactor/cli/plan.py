@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,8 +22,11 @@ from compactor.cli.common import (
     project_options,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.planning.plan import Plan
 
-def apply_hint(plan, out: Path, project_dir: Path | str | None, target: str | None, default_out: Path) -> str:
+
+def apply_hint(plan: Plan, out: Path, project_dir: Path | str | None, target: str | None, default_out: Path) -> str:
     """The next command, exactly as it must be typed; none when the plan must not be applied as it is."""
     import shlex
 
@@ -56,8 +60,9 @@ def apply_hint(plan, out: Path, project_dir: Path | str | None, target: str | No
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, partitions,
-            detailed_exitcode, metrics, sign, fail_on_empty, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], out: Path | None, fmt: str, partitions: bool,
+            detailed_exitcode: bool, metrics: Path | None, sign: bool, fail_on_empty: bool, debug: bool) -> int:
     """Inspect the selected tables and write an execution plan (nothing is changed)."""
     from compactor import api
     from compactor.output.plan_render import render_markdown, render_text

@@ -3,10 +3,16 @@ of the same files committed)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import click
 
 from compactor.cli import exit_codes
 from compactor.cli.common import build_options, debug_option, echo_json, handle_errors, project_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.api import RepairReport
 
 
 @click.command("repair")
@@ -19,8 +25,9 @@ from compactor.cli.common import build_options, debug_option, echo_json, handle_
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @debug_option
 @handle_errors
-def command(path, project_dir, profiles_dir, target, vars_text, select, exclude, dry_run, auto_approve, horizon,
-            fmt, debug) -> int:
+def command(path: str | None, project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], dry_run: bool, auto_approve: bool, horizon: int | None,
+            fmt: str, debug: bool) -> int:
     """Repair rows live twice in the Delta table at PATH, or in every selected table of the project (a
     second compaction of the same files, a stale repair, a re-added file): shows the repair first (the
     files it removes and restores, the rows, proved on the files' contents), asks, then commits exactly
@@ -33,9 +40,9 @@ def command(path, project_dir, profiles_dir, target, vars_text, select, exclude,
     options = None if path is not None else build_options(project_dir, profiles_dir, target, vars_text, select,
                                                           exclude)
 
-    def run(**kw):
-        return api.repair(path=path, horizon=horizon, **kw) if options is None else \
-            api.repair(options, horizon=horizon, **kw)
+    def run(*, dry_run: bool = False, approved: RepairReport | None = None) -> RepairReport:
+        return api.repair(path=path, horizon=horizon, dry_run=dry_run, approved=approved) if options is None else \
+            api.repair(options, horizon=horizon, dry_run=dry_run, approved=approved)
 
     import dataclasses
 
@@ -58,14 +65,14 @@ def command(path, project_dir, profiles_dir, target, vars_text, select, exclude,
     return exit_codes.OK if done.ok and shown.ok else exit_codes.FAILURE
 
 
-def _show(report, fmt: str) -> None:
+def _show(report: RepairReport, fmt: str) -> None:
     if fmt == "json":
         echo_json(report.to_dict())
     else:
         click.echo(render_repair_text(report))
 
 
-def render_repair_text(report) -> str:
+def render_repair_text(report: RepairReport) -> str:
     lines = []
     for t in report.tables:
         if t.status == "clean":

@@ -30,8 +30,9 @@ from compactor.cli.common import (
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, fmt, png_dir, plan_file, fail_on_empty,
-            debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], out: Path | None, fmt: str, png_dir: Path | None,
+            plan_file: Path | None, fail_on_empty: bool, debug: bool) -> int:
     """Charts of file sizes, small-file share per partition and history, for people and PRs."""
     from compactor import api
     from compactor.output.report.html import build_report
@@ -42,13 +43,12 @@ def command(project_dir, profiles_dir, target, vars_text, select, exclude, out, 
     if check_selection(options, compiled.policies, compiled.all_policies, fail_on_empty):
         return exit_codes.FAILURE
     target_dir = compiled.project.target_dir
-    if fmt == "html":
-        out = prepare_output(out or target_dir / "report.html", "--out")
+    html_out = prepare_output(out or target_dir / "report.html", "--out") if fmt == "html" else None
     plan = api.load_plan(plan_file) if plan_file else None
     page = build_report(api.report(options, plan=plan, compiled=compiled))
-    if fmt == "html":
-        out.write_text(page, encoding="utf-8")
-        click.echo(f"report written to {out}")
+    if html_out is not None:  # --format html
+        html_out.write_text(page, encoding="utf-8")
+        click.echo(f"report written to {html_out}")
     if fmt == "png" or png_dir:
         files = write_pngs(page, png_dir or target_dir / "report-png")
         click.echo(f"{len(files)} chart(s) written to {png_dir or target_dir / 'report-png'}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,8 +18,11 @@ from compactor.cli.common import (
     project_options,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.project.compile import ValidationResult
 
-def _read(result) -> str:
+
+def _read(result: ValidationResult) -> str:
     """What was read: the policy files and the dbt manifest, named apart."""
     from compactor.output.text import plural
 
@@ -29,7 +34,7 @@ def _read(result) -> str:
     return plural(files, "policy file") + (f" and {manifest}" if dbt else "")
 
 
-def _declared(result) -> str:
+def _declared(result: ValidationResult) -> str:
     """What the policies declare, by kind: a discover entry names a folder or namespace whose tables are
     found at plan time, a dbt node is one table."""
     from compactor.output.text import plural
@@ -54,7 +59,8 @@ def _declared(result) -> str:
 @fail_on_empty_option
 @debug_option
 @handle_errors
-def command(project_dir, profiles_dir, target, vars_text, select, exclude, fmt, fail_on_empty, debug) -> int:
+def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
+            select: tuple[str, ...], exclude: tuple[str, ...], fmt: str, fail_on_empty: bool, debug: bool) -> int:
     """Validate policies against the schema and semantic rules (exit 0 valid, 1 invalid, 2 usage)."""
     from compactor import api
     from compactor.output.text import plural

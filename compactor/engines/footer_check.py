@@ -33,7 +33,7 @@ class ColumnSummary:
 
 
 def _ordered(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_boolean(t)
+    return bool(pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_date(t) or pa.types.is_boolean(t))
 
 
 def summarize(md: pq.FileMetaData, schema: pa.Schema) -> dict[str, ColumnSummary]:

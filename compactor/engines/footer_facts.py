@@ -115,7 +115,7 @@ def footer_rows(locations: Sequence[str], storage_options: Mapping[str, str] | N
 
     def rows(location: str) -> int:
         fs, path = filesystem(location, storage_options)
-        return pq.ParquetFile(path, filesystem=fs).metadata.num_rows
+        return int(pq.ParquetFile(path, filesystem=fs).metadata.num_rows)
 
     if len(locations) <= 4:
         return sum(map(rows, locations))

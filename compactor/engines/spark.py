@@ -156,7 +156,8 @@ class SparkEngine:
         for k, v in (conf or {}).items():
             self.spark.conf.set(k, v)
         try:
-            return self.spark.sql(statement).collect()
+            rows: list[Any] = self.spark.sql(statement).collect()  # pyspark Rows
+            return rows
         except Exception as e:
             if not type(e).__module__.startswith(("py4j", "pyspark")):
                 raise

@@ -265,6 +265,6 @@ def resolve_catalog_path(name: str, settings: SparkSettings, needs: NeedsSource 
         raise TableReadError(f"{name}: cannot resolve catalog table ({str(e).splitlines()[0]})") from None
     for row in rows:
         if (row["col_name"] or "").strip() == "Location":
-            loc = row["data_type"]
+            loc: str = row["data_type"]  # DESCRIBE's data_type column is a string
             return loc[len("file:"):] if loc.startswith("file:/") else loc
     raise TableReadError(f"{name}: the catalog reports no storage location for this table")

@@ -8,7 +8,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from compactor.models.results import ActionOutcome
+from compactor.models.results import ActionOutcome as ActionOutcome  # re-exported: formats import it from here
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action

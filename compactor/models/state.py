@@ -51,7 +51,7 @@ class TableState:
 
     @property
     def file_count(self) -> int:
-        return self.files.num_rows
+        return int(self.files.num_rows)
 
     @property
     def total_bytes(self) -> int:

@@ -10,7 +10,7 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +24,25 @@ from compactor.units import format_duration, format_setting_size, format_size, f
 
 NULL_KEY = "\x00null"
 SEP = "\x1f"
+
+
+class _PartitionStats(TypedDict):
+    """One partition's row of the group-by in ``plan_partitions`` (pyarrow names each ``<column>_<function>``)."""
+
+    k: str
+    size_sum: int
+    size_count: int
+    mtime_max: int | None
+    mtime_min: int | None
+    small_sum: int
+    small_size_sum: int | None
+    left_alone_sum: int
+
+
+class _SkipPartition(Protocol):
+    """``plan_partitions``' ``skip``: records partition ``k`` as left alone, with its reason and details."""
+
+    def __call__(self, k: str, reason: str, msg: str, **details: Any) -> None: ...
 
 
 @dataclass
@@ -118,7 +137,7 @@ def plan_partitions(
     agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
                                              ("mtime", "min"), ("small", "sum"), ("small_size", "sum"),
                                              ("left_alone", "sum")])
-    stats = {row["k"]: row for row in agg.to_pylist()}
+    stats: dict[str, _PartitionStats] = {row["k"]: row for row in agg.to_pylist()}
     all_values = {k: _values_of(k, partition_columns) for k in stats}
 
     skips: list[Skip] = []
@@ -191,8 +210,10 @@ def plan_partitions(
     return _apply_budget(candidates, c, skips)
 
 
-def _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model, version,
-                   eligible, skip, template, candidate) -> list[_Candidate]:
+def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], stats: Mapping[str, _PartitionStats],
+                   all_values: Mapping[str, dict[str, str | None]], partition_columns: Sequence[str], c: Compaction,
+                   bin_model: str, version: int | None, eligible: pa.Array | None, skip: _SkipPartition,
+                   template: RewriteAction | None, candidate: pa.Array) -> list[_Candidate]:
     """``candidate``: the mask of files a bin may take (small or forced, and eligible). Bin-packing needs
     only those, so only those become Python objects (a quarter of a table's files, typically); z-order
     and sort rewrite whole partitions and take every eligible file."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -194,7 +194,7 @@ def plan_digest(data: Mapping[str, Any]) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def digest_pieces(data: Mapping[str, Any]):  # -> Iterator[str]
+def digest_pieces(data: Mapping[str, Any]) -> Iterator[str]:
     """The serialised pieces of a plan document the digest covers, in file order."""
     for t in data.get("tables") or ():
         for a in t.get("actions") or ():

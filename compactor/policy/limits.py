@@ -24,7 +24,7 @@ import string
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from jinja2 import nodes
 from jinja2.filters import FILTERS
@@ -51,6 +51,9 @@ STR_METHODS = frozenset({
     "lstrip", "partition", "removeprefix", "removesuffix", "replace", "rfind", "rindex", "rpartition",
     "rsplit", "rstrip", "split", "splitlines", "startswith", "strip", "swapcase", "title", "upper",
 })
+
+
+_T = TypeVar("_T")
 
 
 class LimitExceeded(Exception):
@@ -95,13 +98,13 @@ class RenderBudget:
         if n > self.value_chars:
             raise LimitExceeded(f"{what} is {n:,} (the limit is {self.value_chars:,})")
 
-    def value(self, v: Any) -> Any:
+    def value(self, v: _T) -> _T:
         """Check an intermediate value (call, filter or operator result) and pass it through."""
         self.tick()
         self.size(estimate(v, self.value_chars))
         return v
 
-    def emit(self, v: Any) -> Any:
+    def emit(self, v: _T) -> _T:
         """Count a piece of output, including output captured by set blocks and macros."""
         self.tick()
         self._emitted += estimate(v, self.value_chars)
@@ -309,13 +312,14 @@ class _Instrument(NodeTransformer):
         self.recursive += node.recursive
         self.generic_visit(node)
         self.recursive -= node.recursive
+        # jinja2 annotates For.iter as any Node; its parser only puts an expression there
         node.iter = _wrap(_ITER, node.iter)  # type: ignore[arg-type]
         return node
 
     def visit_Output(self, node: nodes.Output) -> nodes.Node:
         self.generic_visit(node)
         node.nodes = [_wrap(_EMIT, nodes.Const(n.data, lineno=n.lineno) if isinstance(n, nodes.TemplateData)
-                            else n) for n in node.nodes]  # type: ignore[arg-type]
+                            else n) for n in node.nodes]
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
@@ -333,6 +337,7 @@ class _Instrument(NodeTransformer):
         call = node.call
         self.generic_visit(node)
         if isinstance(node.call, nodes.Call) and node.call is not call:  # keep `{% call %}`'s own Call
+            # args[0] of visit_Call's wrapper is the original Call; jinja2 types Call.args as Expr
             node.call = node.call.args[0]  # type: ignore[assignment]
         return node
 
@@ -353,7 +358,9 @@ class LimitedSandbox(ImmutableSandboxedEnvironment):
         self.filters[name] = _guard_filter(self.budget, name, f)
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        return _Instrument().visit(super()._parse(source, name, filename))
+        # NodeTransformer.visit returns Any; _Instrument's visitors give a Template back as a Template
+        template: nodes.Template = _Instrument().visit(super()._parse(source, name, filename))
+        return template
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         self.budget.tick()

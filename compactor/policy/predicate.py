@@ -58,7 +58,7 @@ class Predicate:
     """A parsed partition predicate: its text, its sqlglot tree, and the columns it references."""
 
     text: str
-    tree: exp.Expression = field(repr=False)
+    tree: exp.Expr = field(repr=False)
     columns: frozenset[str] = frozenset()
 
     def evaluate(self, values: Mapping[str, str | None], *, today: dt.date | None = None) -> bool:
@@ -75,7 +75,7 @@ def parse_where(text: str) -> Predicate:
     if not isinstance(text, str) or not text.strip():
         raise PredicateError("the predicate is empty")
     try:
-        tree: Any = sqlglot.parse_one(text, read="spark")
+        tree = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.ParseError as e:
         first = e.errors[0]["description"] if getattr(e, "errors", None) else str(e)
         raise PredicateError(f"cannot parse predicate {text!r}: {_plain(first)}") from None
@@ -92,10 +92,12 @@ def parse_where(text: str) -> Predicate:
     return Predicate(text, tree, columns)
 
 
-def _eval(node: exp.Expression, values: Mapping[str, str | None], today: dt.date) -> Any:
+def _eval(node: exp.Expr, values: Mapping[str, str | None], today: dt.date) -> Any:
     from sqlglot import exp
 
-    ev = lambda n: _eval(n, values, today)  # noqa: E731
+    def ev(n: exp.Expr) -> Any:
+        return _eval(n, values, today)
+
     if isinstance(node, exp.Paren):
         return ev(node.this)
     if isinstance(node, exp.And):

@@ -80,7 +80,7 @@ def _make_env(vars: Mapping[str, Any], now: dt.datetime, env: Mapping[str, str],
         d = ds if isinstance(ds, dt.date) else dt.date.fromisoformat(str(ds))
         return (d + dt.timedelta(days=int(n))).isoformat()
 
-    def strftime(value: Any, fmt: str = "%Y-%m-%d") -> str:
+    def strftime(value: str | dt.date, fmt: str = "%Y-%m-%d") -> str:
         if isinstance(value, str):
             value = dt.date.fromisoformat(value)
         return value.strftime(fmt)
@@ -109,7 +109,7 @@ def render_text(
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
     import jinja2
-    from jinja2.sandbox import SecurityError
+    from jinja2.exceptions import SecurityError
 
     from compactor.policy.limits import LimitExceeded, RenderBudget
 

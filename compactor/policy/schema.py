@@ -23,7 +23,8 @@ from compactor.policy.yamlpos import Located, join_path
 @functools.cache
 def load_schema(name: str) -> dict[str, Any]:
     """A schema shipped with the package (compactor/schemas -> the repo's schemas/)."""
-    return json.loads(_schema_text(name))
+    schema: dict[str, Any] = json.loads(_schema_text(name))  # the shipped schemas are JSON objects
+    return schema
 
 
 @functools.cache

@@ -100,7 +100,7 @@ class _Converter:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(v, join_path(path, i), depth + 1, at) for i, v in enumerate(node.value)]
-        value = yaml.SafeLoader.construct_scalar_value(node)  # type: ignore[attr-defined]
+        value = yaml.SafeLoader.construct_scalar_value(node)
         # YAML turns 2024-01-01 into a date; policies treat every such value as text
         return value.isoformat() if isinstance(value, (datetime.date, datetime.datetime)) else value
 
@@ -113,18 +113,19 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
         loader.dispose()
 
 
-yaml.SafeLoader.construct_scalar_value = staticmethod(_construct_scalar)  # type: ignore[attr-defined]
+yaml.SafeLoader.construct_scalar_value = staticmethod(_construct_scalar)
 
 
-class _AliasPositionLoader(yaml.SafeLoader):
+# PyYAML ships no type information (and compactor does not depend on types-PyYAML): its SafeLoader is Any
+class _AliasPositionLoader(yaml.SafeLoader):  # type: ignore[misc]
     """Gives an alias (``*x``) its own position instead of its anchor's, so errors point at the use."""
 
-    def compose_node(self, parent, index):  # type: ignore[no-untyped-def]
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             node = super().compose_node(parent, index)
             clone = type(node)(node.tag, node.value, event.start_mark, event.end_mark)
-            clone.alias_mark = event.start_mark  # type: ignore[attr-defined]
+            clone.alias_mark = event.start_mark
             return clone
         return super().compose_node(parent, index)
 

@@ -38,7 +38,7 @@ def duplicate_facts(table: TableLocation, version: int | None,
                     known: Mapping[int, Commit] | None = None) -> DuplicateFacts:
     """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
     (never planned as compaction inputs) and the repair to plan first. ``known``: commits already parsed."""
-    from compactor.formats.delta.repair import detect
+    from compactor.formats.delta.detection import detect
 
     try:
         found = detect(table, version=version, known=known)
@@ -87,7 +87,9 @@ class DeltaDuplicates:
                           commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
                           expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
         """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be)."""
-        from compactor.formats.delta.repair import DEFAULT_HORIZON, RepairProposal, repair
+        from compactor.formats.delta.detection import DEFAULT_HORIZON
+        from compactor.formats.delta.repair import repair
+        from compactor.formats.delta.repair_plan import RepairProposal
 
         if expected is not None and not isinstance(expected, RepairProposal):
             raise TypeError(f"expected: a RepairProposal, not {type(expected).__name__}")

@@ -179,7 +179,7 @@ def file_exists(table: TableLocation, path: str) -> bool:
 
     fs, p = filesystem(join(table.uri, path), table.storage_options)
     try:
-        return fs.get_file_info(p).type == pafs.FileType.File
+        return bool(fs.get_file_info(p).type == pafs.FileType.File)
     except OSError:
         return False
 

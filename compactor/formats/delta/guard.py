@@ -39,7 +39,8 @@ def undo_commit(table: TableLocation, own: Commit, removed_by_others: Mapping[st
     """Revert ``own``, which removed ``removed_by_others`` again (its rows are live twice): the one repair
     apply makes without a plan listing it, and only when the repair derived from the log answers exactly
     this commit (the same content proof as every repair). Returns the repair commit."""
-    from compactor.formats.delta.repair import detect, execute
+    from compactor.formats.delta.detection import detect
+    from compactor.formats.delta.repair import execute
 
     start = min(removed_by_others.values()) if removed_by_others else own.version
     found = detect(table, start=start)

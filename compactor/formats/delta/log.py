@@ -122,7 +122,8 @@ class Commit:
     def metadata(self, key: str) -> str | None:
         """A custom commit metadata value (delta-rs puts it in commitInfo, Spark in userMetadata)."""
         if key in self.info:
-            return self.info[key]
+            value = self.info[key]
+            return value if isinstance(value, str) else None
         meta = self.info.get("userMetadata") or self.info.get("custom_metadata")
         if isinstance(meta, str):
             try:

@@ -232,7 +232,7 @@ def empty_commit(dt: Any, where: TableLocation, op: Operation, metadata: Mapping
         return None
     dt.update_incremental()
     store = storage_for(where.uri, where.storage_options)
-    version = dt.version() + 1
+    version: int = dt.version() + 1
     while True:
         data = json.dumps({"commitInfo": commit_info(op, version - 1, metadata, at_ms=at_ms)},
                           separators=(",", ":")) + "\n"

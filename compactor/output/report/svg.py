@@ -8,7 +8,7 @@ of their width and never overlap (a browser test measures them).
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 W, H = 1000, 240
 PAD_L, PAD_R, PAD_B = 80, 16, 44
@@ -50,7 +50,8 @@ def _legend(items: Sequence[tuple[str, str]], x: float, y: float) -> tuple[list[
 
 def bar_chart(chart: str, title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float], str]],
               *, marker_index: float | None = None, marker_label: str = "", highlight: Sequence[bool] = (),
-              y_label: str = "", width: int = W, height: int = H, value_format=None, x_title: str = "",
+              y_label: str = "", width: int = W, height: int = H,
+              value_format: Callable[[float], str] | None = None, x_title: str = "",
               notes: Sequence[str] = (), y_max: float | None = None,
               legend: Sequence[tuple[str, str]] = ()) -> str:
     """Grouped bars. series: (name, values, css color). marker_index: x position (in slots) of a vertical
