@@ -287,9 +287,8 @@ def _verify(table: Table, state: IcebergState, paths: Sequence[str], rows_read: 
 
 
 def discard(table: Table, paths: Iterable[str]) -> None:
-    """Delete outputs that will not be committed (a missing one is fine)."""
-    for path in paths:
-        try:
-            table.io.delete(path)
-        except FileNotFoundError:
-            pass
+    """Delete outputs that will not be committed (a missing one is fine), each proved unreferenced by the
+    table's metadata first (references.py: the deletion gate)."""
+    from compactor.formats.iceberg.references import delete_unreferenced
+
+    delete_unreferenced(table, list(paths))
