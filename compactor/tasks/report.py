@@ -106,8 +106,8 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
 
 
 def _state_at(fmt: TableFormat, where: TableLocation, version: int) -> TableState | None:
-    """The table at an earlier version; None when its format keeps none or it is gone (vacuumed history is
-    simply not drawn)."""
+    """The table at an earlier version; None when its format keeps none or it is gone (history whose files
+    were deleted is simply not drawn)."""
     try:
         return fmt.state_at(where, version)
     except Exception:  # noqa: BLE001

@@ -152,7 +152,7 @@ def _lake_runs(tables: list[TableReport]) -> list[RunPoint]:
             p.files_removed += r.files_removed
             p.files_added += r.files_added
             p.bytes_rewritten += r.bytes_rewritten
-            if r.files_after is None:  # a file sink, or vacuumed history: the run's total is unknown
+            if r.files_after is None:  # a format without history, or history gone: the run's total is unknown
                 unknown.add(r.run_id)
             else:
                 p.files_after = (p.files_after or 0) + r.files_after
