@@ -13,7 +13,7 @@ from pathlib import Path
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.state import METADATA_DIR, sink_facts
 from compactor.models.inspect import BYTES_PER_ENTRY, InspectFindings, InspectSettings, LogHealth
-from compactor.models.report import LogGrowth, LogPoint
+from compactor.models.report import LogGrowth, LogPoint, LogSeries
 from compactor.models.state import TableState
 from compactor.runtime.storage import StorageError, storage_for
 
@@ -88,8 +88,7 @@ def _log_points(directory: str, storage_options: Mapping[str, str] | None) -> li
 
 def log_growth(uri: str, storage_options: Mapping[str, str], checkpoint: str | None) -> LogGrowth:
     """The sink's manifest log file by file, and (``checkpoint`` given) each file source's log of its query."""
-    manifest = _log_points(f"{uri.rstrip('/')}/{METADATA_DIR}", storage_options)
-    sources: dict[str, list[LogPoint]] = {}
+    logs = [LogSeries("manifest", METADATA_DIR, _log_points(f"{uri.rstrip('/')}/{METADATA_DIR}", storage_options))]
     if checkpoint:
         cp = checkpoint.rstrip("/")
         try:
@@ -97,5 +96,7 @@ def log_growth(uri: str, storage_options: Mapping[str, str], checkpoint: str | N
         except StorageError:
             dirs = []
         for d in dirs:
-            sources[d.rsplit("/", 1)[-1]] = _log_points(f"{cp}/{d}", storage_options)
-    return LogGrowth(manifest, sources)
+            name = d.rsplit("/", 1)[-1]
+            logs.append(LogSeries(f"checkpoint-source-{name}", f"checkpoint sources/{name}",
+                                  _log_points(f"{cp}/{d}", storage_options), source=name))
+    return LogGrowth(tuple(logs))

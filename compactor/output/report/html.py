@@ -132,11 +132,9 @@ def _table_section(t: TableReport) -> str:
                   [("planned", ORANGE)],
                   y_label="% small", width=HALF_W, value_format=fmt_percent, notes=notes, y_max=100,
                   x_title=f"{len(names)} of {len(t.partitions)} partitions" if len(t.partitions) > len(names) else "")))
-    if t.manifest:
-        parts.append(_log_charts("manifest", "_spark_metadata", t.manifest))
-    for name, rows in t.checkpoint_sources.items():
-        if rows:
-            parts.append(_log_charts(f"checkpoint-source-{name}", f"checkpoint sources/{name}", rows))
+    for log in t.logs:
+        if log.points:
+            parts.append(_log_charts(log.chart, log.title, log.points))
     if t.trend:
         parts.append(_trend_charts("", t.trend, per_table=True))
     return "".join(parts) + "</section>"
