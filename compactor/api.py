@@ -20,6 +20,7 @@ PLAN_KEY_ENV = KEY_ENV
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
+    from compactor.models.demo import DemoSwitch, TableSnapshot
     from compactor.models.inspect import InspectReport
     from compactor.models.report import TableReport
     from compactor.models.results import RunResults
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
-    from compactor.tasks.demo import DemoLake, TableSnapshot
+    from compactor.tasks.demo import DemoLake
 
 
 def validate(options: ProjectOptions = ProjectOptions()) -> ValidationResult:
@@ -202,15 +203,23 @@ def debug(options: ProjectOptions = ProjectOptions(), *, spark_session: bool = F
     return run_checks(options, spark_session=spark_session)
 
 
-def demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], None] = lambda s: None) -> DemoLake:
-    """Build the demo lake and its project in ``directory``."""
+def demo(directory: Path, *, say: Callable[[str], None] = lambda s: None, **switches: bool) -> DemoLake:
+    """Build the demo lake and its project in ``directory``: one demo table per format that offers one.
+    ``switches``: ``with_<word>=False`` leaves out the table of a switch ``demo_switches()`` lists."""
     from compactor.tasks.demo import build_demo
 
-    return build_demo(directory, with_sink=with_sink, say=say)
+    return build_demo(directory, say=say, **switches)
 
 
-def table_snapshot(uri: str) -> TableSnapshot:
-    """Files, bytes and rows of a local Delta table (the demo's before/after)."""
-    from compactor.tasks.demo import table_snapshot as _snapshot
+def demo_switches() -> list[DemoSwitch]:
+    """What can leave a demo table out: `compactor demo --no-<word>`, ``demo(with_<word>=False)``."""
+    from compactor.tasks.demo import demo_switches as _switches
 
-    return _snapshot(uri)
+    return _switches()
+
+
+def demo_snapshots(demo: DemoLake) -> dict[str, TableSnapshot]:
+    """Files, bytes and rows of each demo table its format shows a before/after of (the demo's)."""
+    from compactor.tasks.demo import demo_snapshots as _snapshots
+
+    return _snapshots(demo)

@@ -18,6 +18,7 @@ from compactor.policy.model import TablePolicy
 if TYPE_CHECKING:  # pragma: no cover - only annotations here: an apply never loads the inspect and report models
     from compactor.engines.base import RewriteEngine
     from compactor.engines.spark_needs import SparkNeeds
+    from compactor.formats.demo import DemoTable
     from compactor.models.inspect import InspectFindings, InspectSettings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
@@ -86,6 +87,8 @@ class TableFormat(Protocol):
     duplicates: RepairsDuplicates | None
     #: the Python modules the format reads and commits through (their versions go into run results)
     libraries: tuple[str, ...]
+    #: its table in `compactor demo`'s lake (formats/demo.py; None: it has none)
+    demo: DemoTable | None
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
         """What a Spark session needs for the format's tables under the profile's ``spark`` settings (its

@@ -16,6 +16,7 @@ from compactor.formats.base import (
     TableFormat,
     TableSession,
 )
+from compactor.formats.file_sink.demo import FileSinkDemo
 from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
@@ -27,6 +28,7 @@ from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.engines.spark_needs import SparkNeeds
+    from compactor.formats.demo import DemoTable
     from compactor.project.model import SparkSettings
 
 
@@ -35,6 +37,7 @@ class FileSinkFormat:
     marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
     libraries: tuple[str, ...] = ()
+    demo: DemoTable | None = FileSinkDemo()
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
         return ()  # Spark's own file sink: no jars, no settings (the writer's are `compactor compile`'s)
