@@ -125,12 +125,12 @@ def repair(
 
 def inspect(path: str, *, storage_options: Mapping[str, str] | None = None, options: ProjectOptions | None = None,
             table: str | None = None, horizon: int | None = None) -> InspectReport:
-    """Health report of a table (a Delta table, a file-sink output) or a streaming checkpoint at ``path``.
+    """Health report of the table (any format) at ``path``, or of the logs at a path that holds none.
     In a project (``options``, or ``table``): ``path`` may be a table's name, and ``table`` (or that name)
     compares the table against its policy, reporting what the planner would do ("-" as ``path``: the
     policy's path); an object-store path is read with the target's storage options unless
-    ``storage_options`` are given. ``horizon``: how many of the newest Delta commits to scan for
-    duplicate rewrites."""
+    ``storage_options`` are given. ``horizon``: how many of the newest commits to scan for duplicate
+    rewrites (a format whose log can hold them)."""
     from compactor.tasks.inspect import inspect_in_project, inspect_path
 
     if options is None and table is None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the inspect, report and writer models are loaded by the com
     from compactor.formats.delta.detection import Detection
     from compactor.formats.delta.log import Commit
     from compactor.formats.demo import DemoTable
-    from compactor.models.inspect import InspectFindings, InspectSettings
+    from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
     from compactor.project.model import SparkSettings
@@ -197,8 +197,13 @@ class DeltaFormat:
 
         return read_delta_state(table, version=version)
 
+    def inspect_settings(self, policy: TablePolicy) -> ComparedSettings:
+        from compactor.models.inspect import FileSizeSettings
+
+        return FileSizeSettings(policy.compaction.min_file_size)  # the log is compared with no setting
+
     def inspect(self, table: TableLocation, state: TableState, *,
-                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+                settings: ComparedSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.delta.inspection import inspect_delta
 
         return inspect_delta(table, state, policy_given=settings is not None, horizon=horizon)

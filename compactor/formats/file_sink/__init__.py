@@ -17,7 +17,6 @@ from compactor.formats.base import (
     TableSession,
 )
 from compactor.formats.file_sink.demo import FileSinkDemo
-from compactor.models.inspect import InspectFindings, InspectSettings
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -29,6 +28,7 @@ from compactor.policy.model import TablePolicy
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.engines.spark_needs import SparkNeeds
     from compactor.formats.demo import DemoTable
+    from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.project.model import SparkSettings
 
 
@@ -88,11 +88,16 @@ class FileSinkFormat:
     def state_at(self, table: TableLocation, version: int) -> TableState | None:
         return None  # compactor reads no earlier version of a sink's output
 
+    def inspect_settings(self, policy: TablePolicy) -> ComparedSettings:
+        from compactor.formats.file_sink.inspection import inspect_settings
+
+        return inspect_settings(policy)
+
     def inspect(self, table: TableLocation, state: TableState, *,
-                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+                settings: ComparedSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.file_sink.inspection import inspect_sink
 
-        return inspect_sink(table.uri, state, table.storage_options, settings or InspectSettings())
+        return inspect_sink(table.uri, state, table.storage_options, settings)
 
     def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         from compactor.formats.file_sink.inspection import log_growth
