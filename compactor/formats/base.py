@@ -168,6 +168,10 @@ class RepairOutcome(Protocol):
 
     def to_dict(self) -> dict[str, Any]: ...
 
+    def text(self, table: str) -> tuple[str, ...]:
+        """How `compactor repair` words it for the table named ``table`` (a clean, would_repair or
+        repaired outcome: the format's own words for what it found and does)."""
+
 
 class RepairsDuplicates(Protocol):
     """A format whose log can hold duplicate rewrites (Delta): ``TableFormat.duplicates``. Tasks skip a

@@ -50,6 +50,8 @@ class TableRepair:
     result: dict[str, Any] = field(default_factory=dict)
     #: the repair proved (``RepairOutcome.proposal``: the format's own type)
     proposal: object | None = None
+    #: how the format words the outcome (``RepairOutcome.text``; not in the JSON: ``result`` is its data)
+    text: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "path": self.path, "status": self.status, "error": self.error, **self.result}
@@ -94,7 +96,7 @@ def repair_table(name: str, path: str, fmt_name: str, storage_options: Mapping[s
         return TableRepair(name, path, "verification_failed", e.message)
     except CompactorError as e:
         return TableRepair(name, path, "error", str(e))
-    return TableRepair(name, path, out.status, result=out.to_dict(), proposal=out.proposal)
+    return TableRepair(name, path, out.status, result=out.to_dict(), proposal=out.proposal, text=out.text(name))
 
 
 def _run_id() -> str:
