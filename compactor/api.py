@@ -151,8 +151,8 @@ def report(options: ProjectOptions = ProjectOptions(), *, plan: Plan | None = No
 
 def writer_settings(options: ProjectOptions = ProjectOptions(), *,
                     compiled: CompiledProject | None = None) -> list[WriterSettings]:
-    """`compactor compile`: per selected policy that asks something of its table's writer (streaming file
-    sinks), the Spark settings and readStream/writeStream options the writer should use."""
+    """`compactor compile`: per selected policy that asks something of its table's writer (a streaming
+    writer's), the Spark settings and readStream/writeStream options the writer should use."""
     from compactor.tasks.writer import writer_settings as _settings
 
     return _settings(compiled or compile_project(options))
@@ -160,7 +160,8 @@ def writer_settings(options: ProjectOptions = ProjectOptions(), *,
 
 def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:
     """The storage options of the selected profile target (for commands that take a bare path: inspect).
-    Without a compactor.yml in the project dir: none (delta-rs and the object store read the environment)."""
+    Without a compactor.yml in the project dir: none (the table libraries and the object store read the
+    environment)."""
     from compactor.project.loader import target_storage_options as _storage_options
 
     return _storage_options(options)
