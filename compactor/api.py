@@ -20,6 +20,7 @@ PLAN_KEY_ENV = KEY_ENV
 if TYPE_CHECKING:  # pragma: no cover
     import threading
 
+    from compactor.models.demo import DemoSwitch, TableSnapshot
     from compactor.models.inspect import InspectReport
     from compactor.models.report import TableReport
     from compactor.models.results import RunResults
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from compactor.planning.plan import Plan
     from compactor.project.compile import CompiledProject, ValidationResult
     from compactor.tasks.debug import Check
-    from compactor.tasks.demo import DemoLake, TableSnapshot
+    from compactor.tasks.demo import DemoLake
     from compactor.tasks.repair import RepairReport as RepairReport  # re-exported: cli/ imports api, not tasks/
 
 
@@ -125,12 +126,12 @@ def repair(
 
 def inspect(path: str, *, storage_options: Mapping[str, str] | None = None, options: ProjectOptions | None = None,
             table: str | None = None, horizon: int | None = None) -> InspectReport:
-    """Health report of a table (a Delta table, a file-sink output) or a streaming checkpoint at ``path``.
+    """Health report of the table (any format) at ``path``, or of the logs at a path that holds none.
     In a project (``options``, or ``table``): ``path`` may be a table's name, and ``table`` (or that name)
     compares the table against its policy, reporting what the planner would do ("-" as ``path``: the
     policy's path); an object-store path is read with the target's storage options unless
-    ``storage_options`` are given. ``horizon``: how many of the newest Delta commits to scan for
-    duplicate rewrites."""
+    ``storage_options`` are given. ``horizon``: how many of the newest commits to scan for duplicate
+    rewrites (a format whose log can hold them)."""
     from compactor.tasks.inspect import inspect_in_project, inspect_path
 
     if options is None and table is None:
@@ -151,8 +152,8 @@ def report(options: ProjectOptions = ProjectOptions(), *, plan: Plan | None = No
 
 def writer_settings(options: ProjectOptions = ProjectOptions(), *,
                     compiled: CompiledProject | None = None) -> list[WriterSettings]:
-    """`compactor compile`: per selected policy that asks something of its table's writer (streaming file
-    sinks), the Spark settings and readStream/writeStream options the writer should use."""
+    """`compactor compile`: per selected policy that asks something of its table's writer (a streaming
+    writer's), the Spark settings and readStream/writeStream options the writer should use."""
     from compactor.tasks.writer import writer_settings as _settings
 
     return _settings(compiled or compile_project(options))
@@ -160,7 +161,8 @@ def writer_settings(options: ProjectOptions = ProjectOptions(), *,
 
 def target_storage_options(options: ProjectOptions = ProjectOptions()) -> Mapping[str, str]:
     """The storage options of the selected profile target (for commands that take a bare path: inspect).
-    Without a compactor.yml in the project dir: none (delta-rs and the object store read the environment)."""
+    Without a compactor.yml in the project dir: none (the table libraries and the object store read the
+    environment)."""
     from compactor.project.loader import target_storage_options as _storage_options
 
     return _storage_options(options)
@@ -203,15 +205,23 @@ def debug(options: ProjectOptions = ProjectOptions(), *, spark_session: bool = F
     return run_checks(options, spark_session=spark_session)
 
 
-def demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], None] = lambda s: None) -> DemoLake:
-    """Build the demo lake and its project in ``directory``."""
+def demo(directory: Path, *, say: Callable[[str], None] = lambda s: None, **switches: bool) -> DemoLake:
+    """Build the demo lake and its project in ``directory``: one demo table per format that offers one.
+    ``switches``: ``with_<word>=False`` leaves out the table of a switch ``demo_switches()`` lists."""
     from compactor.tasks.demo import build_demo
 
-    return build_demo(directory, with_sink=with_sink, say=say)
+    return build_demo(directory, say=say, **switches)
 
 
-def table_snapshot(uri: str) -> TableSnapshot:
-    """Files, bytes and rows of a local Delta table (the demo's before/after)."""
-    from compactor.tasks.demo import table_snapshot as _snapshot
+def demo_switches() -> list[DemoSwitch]:
+    """What can leave a demo table out: `compactor demo --no-<word>`, ``demo(with_<word>=False)``."""
+    from compactor.tasks.demo import demo_switches as _switches
 
-    return _snapshot(uri)
+    return _switches()
+
+
+def demo_snapshots(demo: DemoLake) -> dict[str, TableSnapshot]:
+    """Files, bytes and rows of each demo table its format shows a before/after of (the demo's)."""
+    from compactor.tasks.demo import demo_snapshots as _snapshots
+
+    return _snapshots(demo)

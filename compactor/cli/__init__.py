@@ -63,7 +63,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="compactor")
 def cli() -> None:
-    """compactor: declarative compaction policies for Delta Lake tables and Spark file sinks."""
+    """compactor: declarative compaction policies for Spark lakehouse tables."""
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from compactor.cli import exit_codes
 from compactor.errors import CompactorError, UsageError
+from compactor.models.formats import DEFAULT_FORMAT
 from compactor.project.model import ProjectOptions, Target
 from compactor.runtime.secrets import install_log_redaction, redact
 
@@ -54,7 +55,7 @@ def project_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--target", "-t", default=None, help="Profile target to use (default: the profile's target)."),
         click.option("--vars", "vars_text", default=None, help="YAML/JSON mapping overriding project vars."),
         click.option("--select", "-s", multiple=True,
-                     help="Select tables: NAME, tag:X, path:GLOB, format:delta (repeatable; space-separated OR)."),
+                     help=f"Select tables: NAME, tag:X, path:GLOB, format:{DEFAULT_FORMAT} (repeatable; space-separated OR)."),
         click.option("--exclude", multiple=True, help="Exclude tables (same syntax as --select)."),
     ]
     for o in reversed(opts):

@@ -1,5 +1,5 @@
-"""`compactor compile`: the Spark settings and writeStream options each streaming (file-sink) policy
-asks of its writer."""
+"""`compactor compile`: the Spark settings and readStream/writeStream options each policy that asks
+something of its table's writer (a streaming writer's) asks of it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from compactor.cli.common import (
     handle_errors,
     project_options,
 )
+from compactor.policy.build import writer_settings_formats
 from compactor.policy.model import TablePolicy
 
 
@@ -34,7 +35,7 @@ def command(project_dir: Path, profiles_dir: Path | None, target: str | None, va
             select: tuple[str, ...], exclude: tuple[str, ...], fmt: str, explain: bool, fail_on_empty: bool,
             debug: bool) -> int:
     """Print per streaming policy the writer settings (compactInterval, minBatchesToRetain, cleanupDelay,
-    sink retention); with --explain, every selected policy's settings and the layer each comes from."""
+    retention); with --explain, every selected policy's settings and the layer each comes from."""
     from compactor import api
     from compactor.errors import PolicyError
 
@@ -58,7 +59,7 @@ def command(project_dir: Path, profiles_dir: Path | None, target: str | None, va
         for item in e.values:
             click.echo(f"  {item.key} = {item.value}  [{item.layer}: {item.at}]")
     if not settings and not explain:
-        click.echo("No spark_file_sink policies selected.")
+        click.echo(f"No {' or '.join(writer_settings_formats())} policies selected.")
     for s in settings:
         click.echo(f"{s.table}  ({s.path})")
         for k, v in s.spark_conf.items():

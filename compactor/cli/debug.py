@@ -14,14 +14,14 @@ from compactor.cli.common import build_options, debug_option, handle_errors, pro
 @click.command("debug")
 @project_options
 @click.option("--spark-session", is_flag=True,
-              help="spark targets: also start a Spark session and load the Delta jars (slow: 20-30 s).")
+              help="spark targets: also start a Spark session and load the table formats' jars (slow: 20-30 s).")
 @debug_option
 @handle_errors
 def command(project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
             select: tuple[str, ...], exclude: tuple[str, ...], spark_session: bool, debug: bool) -> int:
     """Check the project, the profile and target, each selected table's store with the target's
     credentials, and for a spark target Java (with spark.remote: that the Spark Connect server answers),
-    pyspark and (with --spark-session) the Delta jars."""
+    pyspark and (with --spark-session) the table formats' jars."""
     from compactor import api
 
     failed = False

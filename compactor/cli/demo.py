@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -24,12 +25,23 @@ def _histogram(sizes: list[int], width: int = 40) -> list[str]:
             for b, n in sorted(buckets.items())]
 
 
+def _switches(command: Callable[..., int]) -> Callable[..., int]:
+    """A `--no-<word>` flag per demo table a format lets the user leave out, with the format's help: the
+    command gets ``with_<word>`` (False when the flag is given)."""
+    from compactor import api
+
+    for s in reversed(api.demo_switches()):
+        command = click.option(f"--no-{s.word}", f"with_{s.word}", flag_value=False, default=True,
+                               help=s.help)(command)
+    return command
+
+
 @click.command("demo")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path), default=Path("compactor-demo"))
-@click.option("--no-sink", is_flag=True, help="Skip the Structured Streaming file-sink part.")
+@_switches
 @debug_option
 @handle_errors
-def command(directory: Path, no_sink: bool, debug: bool) -> int:
+def command(directory: Path, debug: bool, **switches: bool) -> int:
     """Create a demo lake in DIRECTORY (default ./compactor-demo) and compact it end to end."""
     from compactor import api
     from compactor.output.apply_render import render_run
@@ -42,12 +54,12 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     # soft wrap: long lines (paths, commands to copy) are wrapped by the terminal, never split by rich
     console = make_console(soft_wrap=True)
     console.rule("[bold]compactor demo")
-    demo = api.demo(directory, with_sink=not no_sink, say=lambda s: console.print(f"• {safe(s)}"))
+    demo = api.demo(directory, say=lambda s: console.print(f"• {safe(s)}"), **switches)
     for note in demo.notes:
         console.print(f"[yellow]note:[/] {safe(note)}")
     select = tuple(demo.tables)
     options = ProjectOptions(project_dir=demo.project_dir, select=select)
-    before = {name: api.table_snapshot(uri) for name, uri in demo.tables.items() if name == "events"}
+    before = api.demo_snapshots(demo)
 
     console.rule("1. compactor validate")
     result = api.validate(options)
@@ -70,8 +82,9 @@ def command(directory: Path, no_sink: bool, debug: bool) -> int:
     render_run(run, console)
 
     console.rule("before -> after")
+    after = api.demo_snapshots(demo)
     for name, b in before.items():
-        a = api.table_snapshot(demo.tables[name])
+        a = after[name]
         console.print(f"[bold]{safe(name)}[/]: files {b.files} -> {a.files}, mean file size "
                       f"{format_size(b.bytes / max(1, b.files))} -> {format_size(a.bytes / max(1, a.files))}, "
                       f"rows {b.rows:,} -> {a.rows:,} ({'unchanged' if a.rows == b.rows else 'CHANGED!'})")

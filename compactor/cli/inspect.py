@@ -1,4 +1,4 @@
-"""`compactor inspect PATH`: health report of a Delta table, a file-sink output or a checkpoint."""
+"""`compactor inspect PATH`: health report of a table of any format, or of the logs at a path that holds none."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from compactor.cli.common import debug_option, echo_json, handle_errors
 @click.option("--table", default=None,
               help="Compare against this table's policy in --project-dir (PATH may then be omitted as '-').")
 @click.option("--horizon", type=click.IntRange(min=1), default=None,
-              help="Delta: how many of the newest commits to scan for duplicate rewrites (default 1000).")
+              help="How many of the newest commits to scan for duplicate rewrites, in a log that can hold them "
+                   "(default 1000).")
 @click.option("--project-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True,
               help="The project: its policies (a table name as PATH, --table) and its target's credentials.")
 @click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -29,8 +30,8 @@ from compactor.cli.common import debug_option, echo_json, handle_errors
 def command(path: str, fmt: str, policy_project: Path | None, table: str | None, horizon: int | None,
             project_dir: Path, profiles_dir: Path | None, target_name: str | None, debug: bool) -> int:
     """Health report of PATH (a table's location, or the name of a table of the project): files and size
-    histogram per partition, small-file share, manifest/log growth; for Delta tables rows live twice and
-    auto-compaction warnings. Under a policy (a table name, or --table) it reports the planner's own
+    histogram per partition, small-file share, manifest/log growth, and what the table's format warns of
+    (rows live twice, writers' auto compaction racing compactor). Under a policy (a table name, or --table) it reports the planner's own
     decisions for the table, as `compactor plan` would make them."""
     from compactor import api
     from compactor.project.model import ProjectOptions

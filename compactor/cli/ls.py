@@ -41,8 +41,7 @@ def command(project_dir: Path, profiles_dir: Path | None, target: str | None, va
         c = p.compaction
         summary = ("disabled" if not p.enabled else
                    f"{c.strategy} to {format_setting_size(c.target_file_size)}" if c.enabled else "compaction off")
-        if p.retention is not None and p.retention.vacuum.enabled:
-            summary += ", vacuum"
+        summary += "".join(f", {m}" for m in p.maintenance)
         d = p.discover
         ref = p.catalog
         where = (f"catalog {ref.catalog}: {ref.namespace}.{ref.table}" if ref is not None else p.path if d is None

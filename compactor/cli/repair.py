@@ -28,10 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
 def command(path: str | None, project_dir: Path, profiles_dir: Path | None, target: str | None, vars_text: str | None,
             select: tuple[str, ...], exclude: tuple[str, ...], dry_run: bool, auto_approve: bool, horizon: int | None,
             fmt: str, debug: bool) -> int:
-    """Repair rows live twice in the Delta table at PATH, or in every selected table of the project (a
-    second compaction of the same files, a stale repair, a re-added file): shows the repair first (the
-    files it removes and restores, the rows, proved on the files' contents), asks, then commits exactly
-    that repair in one dataChange=false commit. A second run is a no-op."""
+    """Repair rows live twice in the table at PATH, or in every selected table of the project, whose
+    format's log can hold them (a second compaction of the same files, a stale repair, a re-added file):
+    shows the repair first (the files it removes and restores, the rows, proved on the files' contents),
+    asks, then commits exactly that repair in one commit that changes no data. A second run is a no-op."""
     import sys
 
     from compactor import api
@@ -75,31 +75,12 @@ def _show(report: RepairReport, fmt: str) -> None:
 def render_repair_text(report: RepairReport) -> str:
     lines = []
     for t in report.tables:
-        if t.status == "clean":
-            lines.append(f"{t.table}: no duplicate rewrites (versions {t.result['window'].get('first_version')}.."
-                         f"{t.result['window'].get('last_version')} scanned)")
-            continue
         if t.status in ("error", "verification_failed"):
             lines.append(f"{t.table}: {t.status}: {t.error}")
-            continue
-        if t.status == "skipped":
+        elif t.status == "skipped":
             lines.append(f"{t.table}: skipped ({t.result.get('reason')})")
-            continue
-        r = t.result
-        verb = "would repair" if t.status == "would_repair" else "repaired"
-        for d in r["duplicates"]:
-            rows = "?" if d["rows"] is None else f"{d['rows']:,}"
-            lines.append(f"{t.table}: {verb} rows live twice: version {d['later_version']} ({d['kind']}) made "
-                         f"{rows} rows of {len(d['files'])} file(s) live a second time")
-        where = f" in version(s) {', '.join(map(str, r['repair_versions']))}" if r["repair_versions"] else ""
-        copied = f" ({r['files_copied']} as new copies: VACUUM may delete the originals)" if r.get("files_copied") else ""
-        lines.append(f"  {r['files_removed']} file(s) removed, {r['files_restored']} restored{copied}{where}: "
-                     f"{r['rows_removed']:,} rows removed, {r['rows_restored']:,} restored, "
-                     f"{r['rows_deduplicated']:,} duplicated rows gone (proved on the files)")
-        for p in r.get("remove", ()):
-            lines.append(f"    - {p}")
-        for p in r.get("restore", ()):
-            lines.append(f"    + {p}")
+        else:  # clean, would_repair, repaired: in the format's words
+            lines += t.text
     ok = sum(1 for t in report.tables if t.status in ("repaired", "would_repair"))
     pending = any(t.status == "would_repair" for t in report.tables)
     lines.append(f"{'DRY RUN: ' if report.dry_run else ''}{ok} table(s) "

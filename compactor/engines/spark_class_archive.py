@@ -2,7 +2,7 @@
 machine once the cache folder has been seen to outlive a run.
 
 A driver JVM loads and verifies about 11,000 classes from Spark's jars and a table format's at every start.
-From an archive of them, a session with a format's jars (measured with Delta Lake's) starts in about 3.7 s
+From an archive of them, a session with a table format's jars starts in about 3.7 s
 instead of 5.5 s, and the first group job, cold, takes about 0.7 s less (docs/benchmarks.md). Only a JVM this process launches gets one (a
 local or client-mode driver; nothing over Spark Connect, nothing for a context that already runs).
 

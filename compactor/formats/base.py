@@ -18,7 +18,8 @@ from compactor.policy.model import TablePolicy
 if TYPE_CHECKING:  # pragma: no cover - only annotations here: an apply never loads the inspect and report models
     from compactor.engines.base import RewriteEngine
     from compactor.engines.spark_needs import SparkNeeds
-    from compactor.models.inspect import InspectFindings, InspectSettings
+    from compactor.formats.demo import DemoTable
+    from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
     from compactor.project.model import SparkSettings, Target
@@ -86,6 +87,8 @@ class TableFormat(Protocol):
     duplicates: RepairsDuplicates | None
     #: the Python modules the format reads and commits through (their versions go into run results)
     libraries: tuple[str, ...]
+    #: its table in `compactor demo`'s lake (formats/demo.py; None: it has none)
+    demo: DemoTable | None
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
         """What a Spark session needs for the format's tables under the profile's ``spark`` settings (its
@@ -134,12 +137,17 @@ class TableFormat(Protocol):
         """The table as of an earlier ``version`` (the report's history); None for a format that keeps no
         earlier versions. Raises when that version cannot be read (e.g. vacuumed)."""
 
+    def inspect_settings(self, policy: TablePolicy) -> ComparedSettings:
+        """What `compactor inspect` compares a table of this format against under ``policy`` (at least
+        its min_file_size; the format's own settings beside it)."""
+
     def inspect(self, table: TableLocation, state: TableState, *,
-                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+                settings: ComparedSettings | None, horizon: int | None) -> InspectFindings:
         """What `compactor inspect` reports beside the files of ``table`` (as the user named it;
-        ``state``: read without a policy): its logs' health, rows live twice, warnings, recommendations.
-        ``settings``: the managing policy's (None: no policy); ``horizon``: how many of the newest commits
-        to scan for duplicate rewrites (the format's default when None)."""
+        ``state``: read without a policy): its logs' health (data and text), rows live twice, warnings,
+        recommendations. ``settings``: the managing policy's (None: no policy; they may be another
+        format's); ``horizon``: how many of the newest commits to scan for duplicate rewrites (the
+        format's default when None)."""
 
     def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         """The table's metadata logs file by file, for the report's charts (empty: nothing to draw)."""
@@ -159,6 +167,10 @@ class RepairOutcome(Protocol):
     def proposal(self) -> object | None: ...
 
     def to_dict(self) -> dict[str, Any]: ...
+
+    def text(self, table: str) -> tuple[str, ...]:
+        """How `compactor repair` words it for the table named ``table`` (a clean, would_repair or
+        repaired outcome: the format's own words for what it found and does)."""
 
 
 class RepairsDuplicates(Protocol):

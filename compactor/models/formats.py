@@ -27,7 +27,7 @@ class FormatSpec:
     actions: str
     #: compaction strategies a policy may choose
     strategies: frozenset[str] = frozenset({"bin_pack", "z_order", "sort"})
-    #: the policy's ``retention:`` block (vacuum, table properties) applies
+    #: the policy's ``retention:`` block (the retention of deleted files and of the log) applies
     retention: bool = True
     #: the policy's ``sink:`` block applies (a Structured Streaming file sink); every policy has one
     sink_settings: bool = False

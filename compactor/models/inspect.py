@@ -1,9 +1,10 @@
-"""What `compactor inspect` reports about a table, a file-sink output or a streaming checkpoint."""
+"""What `compactor inspect` reports about a path: a table of any format (its files, and what its format
+adds: ``TableFormat.inspect``), or what a path that holds no table shows (formats/no_table.py)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from compactor.models.duplicates import DuplicateReport, LogWindow
 
@@ -11,48 +12,42 @@ from compactor.models.duplicates import DuplicateReport, LogWindow
 BUCKETS = (1 << 20, 8 << 20, 32 << 20, 128 << 20, 512 << 20)
 BUCKET_LABELS = ("<1MB", "1-8MB", "8-32MB", "32-128MB", "128-512MB", ">=512MB")
 SMALL_FILE_DEFAULT = 32 << 20
-#: driver heap per manifest entry when Spark loads a .compact (SinkFileStatus objects + strings), measured
-#: order of magnitude; used only for an estimate
-BYTES_PER_ENTRY = 600
+
+
+class ComparedSettings(Protocol):
+    """The settings of the policy that manages an inspected table, as the table's format reads them
+    (``TableFormat.inspect_settings``): what inspect compares the table against. ``to_dict`` is the
+    report's ``policy``: only the settings the policy has."""
+
+    @property
+    def min_file_size(self) -> int | None: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
-class SinkLogSettings:
-    """A file-sink policy's log settings (its ``sink:`` block) that inspect compares the logs against."""
-
-    compact_interval: int | None = None
-    min_batches_to_retain: int | None = None
-    #: seconds (the sink writeStream option ``retention``)
-    retention: int | None = None
-
-
-@dataclass(frozen=True)
-class InspectSettings:
-    """The settings of the policy that manages the table, that inspect compares against; the default:
-    no policy (nothing to compare)."""
+class FileSizeSettings:
+    """The settings inspect compares every table against: the policy's min_file_size (the default: no
+    policy, nothing to compare)."""
 
     min_file_size: int | None = None
-    #: a file-sink policy's log settings (None: not a sink policy)
-    sink: SinkLogSettings | None = None
-
-    @property
-    def compact_interval(self) -> int | None:
-        return self.sink.compact_interval if self.sink is not None else None
-
-    @property
-    def min_batches_to_retain(self) -> int | None:
-        return self.sink.min_batches_to_retain if self.sink is not None else None
-
-    @property
-    def retention(self) -> int | None:
-        return self.sink.retention if self.sink is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        """Only the settings the policy has (a sink policy: its log settings, even unset)."""
-        out: dict[str, Any] = {} if self.min_file_size is None else {"min_file_size": self.min_file_size}
-        if self.sink is not None:
-            out.update(asdict(self.sink))
-        return out
+        return {} if self.min_file_size is None else {"min_file_size": self.min_file_size}
+
+
+class ReportedLog(Protocol):
+    """The health of one of a table's logs as its format measures it (an entry of the report's ``logs``)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class InspectSection:
+    """A part of the inspect text a format adds (the health of one of its logs): a heading and its lines."""
+
+    heading: str
+    lines: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -67,40 +62,29 @@ class PartitionHealth:
 
 
 @dataclass(frozen=True)
-class LogHealth:
-    """The health of one Spark metadata log: batches, compact interval, manifest growth, driver memory."""
-
-    directory: str
-    log_files: int
-    latest_batch: int | None
-    latest_compact: str | None
-    compact_interval: int
-    entries: int
-    newest_compact_bytes: int
-    growth_bytes_per_batch: float | None
-    retained_batch_files: int
-    estimated_driver_memory_bytes: int
-
-
-@dataclass(frozen=True)
 class InspectReport:
     """What `compactor inspect` reports about one path: its files, partitions, logs and recommendations."""
 
     path: str
-    kind: str  # delta | spark_file_sink | checkpoint
+    #: the table's format, or what else the path holds
+    kind: str
     file_count: int = 0
     total_bytes: int = 0
     small_file_threshold: int = SMALL_FILE_DEFAULT
     small_files: int = 0
     partitions: tuple[PartitionHealth, ...] = ()
-    logs: tuple[LogHealth, ...] = ()
-    policy: InspectSettings = field(default_factory=InspectSettings)
+    logs: tuple[ReportedLog, ...] = ()
+    policy: ComparedSettings = field(default_factory=FileSizeSettings)
     recommendations: tuple[str, ...] = ()
-    #: Delta: duplicate rewrites in the log window (open ones need `compactor repair`; repaired ones are
-    #: history), the window scanned, and warnings (auto compaction racing compactor)
+    #: duplicate rewrites in the log window, for a format whose log can hold them (open ones need `compactor
+    #: repair`; repaired ones are history), the window scanned, and warnings
     duplicates: tuple[DuplicateReport, ...] = ()
     log_window: LogWindow | None = None
     warnings: tuple[str, ...] = ()
+    #: the text of ``logs``, in the format's words (not in ``to_dict``: ``logs`` is their data)
+    sections: tuple[InspectSection, ...] = ()
+    #: the path holds a table (False: only logs; the text shows no files then)
+    holds_table: bool = True
 
     @property
     def open_duplicates(self) -> list[DuplicateReport]:
@@ -111,20 +95,23 @@ class InspectReport:
         return self.small_files / self.file_count if self.file_count else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["policy"] = self.policy.to_dict()
-        d["duplicates"] = [x.to_dict() for x in self.duplicates]
-        d["log_window"] = self.log_window.to_dict() if self.log_window is not None else {}
-        d["small_file_share"] = round(self.small_file_share, 4)
-        return d
+        return {"path": self.path, "kind": self.kind, "file_count": self.file_count, "total_bytes": self.total_bytes,
+                "small_file_threshold": self.small_file_threshold, "small_files": self.small_files,
+                "partitions": [asdict(p) for p in self.partitions], "logs": [x.to_dict() for x in self.logs],
+                "policy": self.policy.to_dict(), "recommendations": list(self.recommendations),
+                "duplicates": [x.to_dict() for x in self.duplicates],
+                "log_window": self.log_window.to_dict() if self.log_window is not None else {},
+                "warnings": list(self.warnings), "small_file_share": round(self.small_file_share, 4)}
 
 
 @dataclass(frozen=True)
 class InspectFindings:
     """What a table's format adds to its inspect report beside the files (``TableFormat.inspect``): the
-    health of its logs, rows live twice, warnings, and recommendations (after the generic ones)."""
+    health of its logs (data and text), rows live twice, warnings, and recommendations (after the generic
+    ones)."""
 
-    logs: tuple[LogHealth, ...] = ()
+    logs: tuple[ReportedLog, ...] = ()
+    sections: tuple[InspectSection, ...] = ()
     duplicates: tuple[DuplicateReport, ...] = ()
     log_window: LogWindow | None = None
     warnings: tuple[str, ...] = ()

@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 
 class LogPoint(NamedTuple):
-    """One file of a Spark metadata log."""
+    """One file of a metadata log: its batch (or version), bytes, entries, and whether it is a compaction
+    of the log (a file that lists every entry so far)."""
 
     batch: int
     size: int
@@ -18,13 +19,24 @@ class LogPoint(NamedTuple):
 
 
 @dataclass(frozen=True)
-class LogGrowth:
-    """A table's metadata logs, file by file (``TableFormat.log_growth``): a file sink's manifest
-    (``_spark_metadata``) and its checkpoint's file-source logs (``sources/<name>``); empty for a format
-    without such logs."""
+class LogSeries:
+    """One metadata log, file by file, as the table's format lists it for the report's two charts."""
 
-    manifest: list[LogPoint] = field(default_factory=list)
-    checkpoint_sources: dict[str, list[LogPoint]] = field(default_factory=dict)
+    #: the charts' id: ``data-chart="<chart>-bytes"`` and ``"<chart>-entries"``
+    chart: str
+    #: the charts' title: the log, as its format names it
+    title: str
+    points: list[LogPoint]
+    #: the name of the writer's source whose log this is; None: the table's own log
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class LogGrowth:
+    """A table's metadata logs, file by file (``TableFormat.log_growth``): its own, and those of the
+    sources its writer reads, in the order the report draws them; empty for a format with none to draw."""
+
+    logs: tuple[LogSeries, ...] = ()
 
 
 @dataclass
@@ -64,10 +76,19 @@ class TableReport:
     verdict: list[str] = field(default_factory=list)
     #: the apply runs in history that touched the table, oldest first
     trend: list[RunPoint] = field(default_factory=list)
-    #: sink outputs: per metadata log file (batch, bytes, entries, is_compact), and per checkpoint source
-    manifest: list[LogPoint] = field(default_factory=list)
-    checkpoint_sources: dict[str, list[LogPoint]] = field(default_factory=dict)
+    #: the table's metadata logs, file by file, as its format lists them (``TableFormat.log_growth``)
+    logs: tuple[LogSeries, ...] = ()
     error: str | None = None
+
+    @property
+    def manifest(self) -> list[LogPoint]:
+        """The table's own metadata log, file by file (empty: none drawn)."""
+        return next((s.points for s in self.logs if s.source is None), [])
+
+    @property
+    def checkpoint_sources(self) -> dict[str, list[LogPoint]]:
+        """The log of each source the table's writer reads, by the source's name."""
+        return {s.source: s.points for s in self.logs if s.source is not None}
 
     @property
     def benefit(self) -> int:

@@ -14,7 +14,8 @@ Interruption = Literal["after_group", "at_once"]
 
 @dataclass
 class CommitReverted:
-    """compactor reverted its own commit: a concurrent commit removed the same inputs (formats/delta/guard.py)."""
+    """compactor reverted its own commit: a concurrent commit removed the same inputs (the format's overlap
+    guard)."""
 
     overlapping_removes: int
     repair_version: int
@@ -33,12 +34,12 @@ class DuplicateFound:
 class ActionDetails:
     """What an action did beyond the counts (run_results.json ``details``: only the fields set are written)."""
 
-    #: how a rewrite ran: "rewrite" (compactor's pipeline) or "native OPTIMIZE" (delta-spark)
+    #: how a rewrite ran: "rewrite" (compactor's pipeline) or the format's own statement (e.g. "native OPTIMIZE")
     method: str | None = None
     #: actions sharing this action's commit
     commit_group: int | None = None
     bins: int | None = None
-    #: the delta-spark statement that ran
+    #: the SQL statement that ran (a format's own rewrite or maintenance)
     sql: str | None = None
     note: str | None = None
     dry_run: bool | None = None
@@ -47,22 +48,23 @@ class ActionDetails:
     would_write_files: int | None = None
     replanned: bool | None = None
     max_runtime: bool | None = None
-    #: vacuum: the files deleted (or a dry run would delete), at most 1000, how many in all, and by which engine
+    #: a deletion of unreferenced files: the files deleted (or a dry run would delete), at most 1000, how many
+    #: in all, and by which engine
     files: list[str] | None = None
     file_count: int | None = None
     engine: str | None = None
-    #: vacuum: listed files the deletion gate kept (runtime/deletion.py), each with why, at most 1000
+    #: such a deletion: listed files the deletion gate kept (runtime/deletion.py), each with why, at most 1000
     kept: Mapping[str, str] | None = None
-    #: set_properties: the properties set
+    #: the table properties a format set
     properties: Mapping[str, str] | None = None
-    #: file sink: the .compact manifest written, entries pruned, replaced files deleted or still listed
+    #: a format that keeps a manifest: the manifest written, entries pruned, replaced files deleted or still listed
     manifest: str | None = None
     pruned: int | None = None
     deleted: int | None = None
     still_referenced: int | None = None
     repaired: CommitReverted | None = None
     duplicated_later: DuplicateFound | None = None
-    #: a planned repair: its result as JSON (formats/delta/repair.py RepairResult.to_dict)
+    #: a planned repair: its result as JSON (the format's ``RepairOutcome.to_dict``)
     repair: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,7 +122,7 @@ class ActionResult:
     table_version_after: int | None = None
     duration_s: float = 0.0
     error: str | None = None
-    #: extra facts: repaired concurrent commit, files a dry-run vacuum would delete, ...
+    #: extra facts: repaired concurrent commit, files a dry run would delete, ...
     details: ActionDetails = field(default_factory=ActionDetails)
 
     def record(self, o: ActionOutcome) -> None:

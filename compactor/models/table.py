@@ -1,5 +1,5 @@
-"""A table's location: its URI and the storage options that reach it, held together once (as delta-rs'
-``DeltaTable`` holds its location and storage options); every method of a format's interface takes one."""
+"""A table's location: its URI and the storage options that reach it, held together once (as a table
+library's table handle holds both); every method of a format's interface takes one."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class TableLocation:
 
     #: a local path or an object-store URI (s3://, az://, gs://, ...)
     uri: str
-    #: the target's storage options (delta-rs' keys); never in repr, logs or errors
+    #: the target's storage options (object_store's keys: runtime/storage/options.py); never in repr, logs or errors
     storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __str__(self) -> str:

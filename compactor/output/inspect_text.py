@@ -3,38 +3,23 @@
 from __future__ import annotations
 
 from compactor.models.inspect import BUCKET_LABELS, InspectReport
-from compactor.units import format_setting_size
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+from compactor.units import format_setting_size, format_size
 
 
 def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
     lines = [f"{r.path}  ({r.kind})"]
-    if r.kind != "checkpoint":
-        lines.append(f"files: {r.file_count}  size: {_size(r.total_bytes)}  small (<{format_setting_size(r.small_file_threshold)}): "
-                     f"{r.small_files} ({r.small_file_share:.0%})")
+    if r.holds_table:
+        lines.append(f"files: {r.file_count}  size: {format_size(r.total_bytes)}  small "
+                     f"(<{format_setting_size(r.small_file_threshold)}): {r.small_files} ({r.small_file_share:.0%})")
         for p in r.partitions:
-            lines.append(f"\n  {p.partition}: {p.files} file(s), {_size(p.bytes)}")
+            lines.append(f"\n  {p.partition}: {p.files} file(s), {format_size(p.bytes)}")
             peak = max(p.histogram.values()) or 1
             for label in BUCKET_LABELS:
                 n = p.histogram[label]
                 if n:
                     lines.append(f"    {label:>10} {'#' * max(1, round(n / peak * width)):<{width}} {n}")
-    for lh in r.logs:
-        growth = "n/a" if lh.growth_bytes_per_batch is None else f"{_size(lh.growth_bytes_per_batch)}/batch"
-        lines += [f"\nlog {lh.directory}",
-                  f"  batches: latest {lh.latest_batch}, {lh.log_files} log file(s), {lh.retained_batch_files} plain "
-                  f"batch file(s) retained",
-                  f"  compact interval (derived): {lh.compact_interval}"
-                  + (f" (policy: {r.policy.compact_interval})" if r.policy.compact_interval else ""),
-                  f"  newest .compact: {lh.latest_compact or '-'} {_size(lh.newest_compact_bytes)}, growth {growth}",
-                  f"  entries: {lh.entries}, estimated driver memory {_size(lh.estimated_driver_memory_bytes)}"]
+    for section in r.sections:  # the format's words for its logs
+        lines += [f"\n{section.heading}", *(f"  {line}" for line in section.lines)]
     if r.log_window is not None:  # a log that can hold duplicate rewrites was scanned
         w = r.log_window
         lines.append(f"\nduplicate rewrites (versions {w.first_version}..{w.last_version} scanned): "

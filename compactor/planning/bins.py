@@ -19,7 +19,7 @@ BIN_MODELS = ("delta-spark",)
 def bins_delta_spark(sizes: Sequence[int], target: int, min_file_size: int,
                      forced: Sequence[bool] | None = None) -> list[list[int]]:
     """Indices of each bin under delta-spark OPTIMIZE semantics (ascending size, greedy). ``forced``:
-    files that are candidates whatever their size (OPTIMIZE's deletion-vector rule)."""
+    files that are candidates whatever their size (a format's rule: OPTIMIZE's for files with deleted rows)."""
     if forced is None:
         candidates = [i for i, s in enumerate(sizes) if s < min_file_size]
     else:

@@ -105,6 +105,20 @@ def _record_locations(ctx: _Ctx, value: Any, key: str = "", declared: dict[str, 
             _record_locations(ctx, v, sub, declared)
 
 
+def writer_settings_formats() -> tuple[str, ...]:
+    """The formats whose policies ask something of the table's writer (their ``sink:`` block: the
+    settings `compactor compile` prints)."""
+    return tuple(f.name for f in FORMATS if f.sink_settings)
+
+
+def default_table_policy(name: str, fmt: str, path: str) -> m.TablePolicy:
+    """The policy a table gets when none is written (`compactor inspect` of a bare path): every default,
+    its format's blocks included (a sink's ``sink:`` block, as ``build_table`` gives a policy without one)."""
+    spec = format_spec(fmt)
+    return m.TablePolicy(name=name, format=fmt, path=path,
+                         sink=m.Sink() if spec is not None and spec.sink_settings else None)
+
+
 def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
                 layers: list[tuple[Located, str, str]] | None = None) -> tuple[m.TablePolicy | None, list[Diagnostic]]:
     """raw: the merged table mapping (already schema-valid)."""

@@ -229,6 +229,12 @@ class TablePolicy:
     def is_catalog_table(self) -> bool:
         return self.path is None and self.discover is None and self.catalog is None
 
+    @property
+    def maintenance(self) -> tuple[str, ...]:
+        """What the policy plans beside compaction, in `compactor ls`'s words: a VACUUM when its
+        ``retention:`` block enables one."""
+        return ("vacuum",) if self.retention is not None and self.retention.vacuum.enabled else ()
+
     def location(self, key: str) -> SourceRef:
         """Best known position of ``key`` (falls back to parents, then the table entry)."""
         parts = key.split(".")

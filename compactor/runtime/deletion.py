@@ -1,10 +1,10 @@
 """The one way compactor deletes a table's files: through a gate that proves each one unreferenced first.
 
 compactor deletes in several places (a format's removal of files its log no longer needs, crash
-recovery, the outputs of a rewrite that did not commit, a file sink's replaced files), each from a list: a
+recovery, the outputs of a rewrite that did not commit, the files a format retires after its commit), each from a list: a
 dry run's, a journal's, a ledger's. None of those lists is trusted. Right before the delete, the table's
-format reads what the table references *now* from its own log (its own replay of the log, a sink's
-manifests) and names
+format reads what the table references *now* from its own log (its own replay of the log, its manifests)
+and names
 every listed file it must keep, with why; only the rest is deleted. A gate that cannot read the table with
 certainty raises, and nothing is deleted.
 

@@ -9,7 +9,7 @@ writes anything, ``<table>/_compactor/journal/<action>.json`` names what it will
 - ``folders``: folders an engine writes files of its own naming into (a format's own library rewriting
   the table itself), with the time window ``[started_at, last heartbeat]`` in which it did;
 - ``inputs`` (optional): the files the action replaces, where the format itself retires them after its
-  commit (a file sink's grace-period ledger) rather than the commit doing so.
+  commit (after a grace period, from a ledger of its own) rather than the commit doing so.
 
 A heartbeat thread moves ``heartbeat_at`` forward while the action runs. The entry is deleted when the
 action ends normally; when it fails, ``ended_at`` is set and the entry is kept for cleanup.

@@ -1,6 +1,6 @@
 """Discover over a catalog: a policy's ``discover: {catalog, namespace, include, exclude}`` becomes one
 policy per matching table, located through the catalog's API (no JVM for Glue). A table in a format
-compactor does not plan (an Iceberg table, a plain parquet table) stays in the plan, skipped as
+compactor does not plan (a format without a registry line, a plain parquet table) stays in the plan, skipped as
 unsupported with the catalog's reason."""
 
 from __future__ import annotations

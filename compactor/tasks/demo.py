@@ -1,20 +1,30 @@
-"""`compactor demo`: build a small lake full of small files, then validate, plan and apply it."""
+"""`compactor demo`: build a small lake full of small files, then validate, plan and apply it.
+
+The lake holds one demo table per format that offers one (``TableFormat.demo``: compactor/formats/demo.py),
+in the registry's order; a format's switch leaves its table out, and a table that cannot be built here
+(what it needs is missing) is noted and left out, with its policies."""
 
 from __future__ import annotations
 
-import datetime as dt
-import logging
 import shutil
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compactor.errors import UsageError
+from compactor.formats import FORMAT_NAMES, get_format
+from compactor.models.demo import DemoSwitch, TableSnapshot
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # pragma: no cover
+    from compactor.formats.demo import DemoTable
+
+__all__ = ["DemoLake", "TableSnapshot", "build_demo", "demo_snapshots", "demo_switches"]
+
 MARKER = ".compactor-demo"
+#: the example project's files every demo writes (each demo table adds its policies)
+PROJECT_FILES = ("compactor.yml", "profiles.yml")
 
 
 @dataclass
@@ -37,41 +47,21 @@ def prepare_dir(directory: Path) -> None:
     (directory / MARKER).write_text("created by compactor demo; safe to delete\n")
 
 
-def write_events_table(path: Path, *, days: int = 6, appends_per_day: int = 50, rows: int = 400,
-                       today: dt.date | None = None) -> int:
-    """A date-partitioned Delta table written in many small appends (like a streaming job)."""
-    import random
-
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
-    today = today or dt.date.today()
-    rng = random.Random(7)
-    n = 0
-    for _i in range(appends_per_day):
-        for d in range(days):
-            date = (today - dt.timedelta(days=d)).isoformat()
-            ids = list(range(n, n + rows))
-            n += rows
-            batch = pa.table({
-                "date": [date] * rows,
-                "event_id": pa.array(ids, pa.int64()),
-                "user_id": pa.array([rng.randrange(10_000) for _ in ids], pa.int64()),
-                "kind": [rng.choice(["view", "click", "purchase"]) for _ in ids],
-                "amount": pa.array([round(rng.random() * 100, 2) for _ in ids], pa.float64()),
-                "ts": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(seconds=j) for j in ids], pa.timestamp("us")),
-            })
-            write_deltalake(str(path), batch, partition_by=["date"], mode="append")
-    return n
+def demo_tables() -> list[DemoTable]:
+    """The demo table of each registered format that offers one, in the registry's order."""
+    return [t for name in FORMAT_NAMES if (t := get_format(name).demo) is not None]
 
 
-def write_project(project_dir: Path, lake: Path, *, with_sink: bool = True) -> None:
-    """The example project for the demo lake; the sink policy only when the sink was written (without
-    Java there is none, and a policy for a missing table would fail every plan of the project)."""
+def demo_switches() -> list[DemoSwitch]:
+    """What can leave a demo table out (`compactor demo --no-<word>`, ``with_<word>=False``)."""
+    return [t.switch for t in demo_tables() if t.switch is not None]
+
+
+def write_project(project_dir: Path, lake: Path, policy_files: tuple[str, ...]) -> None:
+    """The example project for the demo lake, with the policies of the tables that were built (a table
+    that could not be built has none: a policy for a missing table would fail every plan of the project)."""
     src = resources.files("compactor").joinpath("example_project")
-    files = ("compactor.yml", "profiles.yml", "tables/events.yml", "tables/orders_zorder.yml") \
-        + (("tables/clicks_sink.yml",) if with_sink else ())
-    for rel in files:
+    for rel in PROJECT_FILES + policy_files:
         text = src.joinpath(rel).read_text(encoding="utf-8")
         if rel == "compactor.yml":
             text = text.replace("lake_root: ./compactor-demo/lake", f"lake_root: {lake.as_posix()}")
@@ -80,51 +70,37 @@ def write_project(project_dir: Path, lake: Path, *, with_sink: bool = True) -> N
         dst.write_text(text, encoding="utf-8")
 
 
-def build_demo(directory: Path, *, with_sink: bool = True, say: Callable[[str], None] = lambda s: None) -> DemoLake:
+def build_demo(directory: Path, *, say: Callable[[str], None] = lambda s: None, **switches: bool) -> DemoLake:
+    """The demo lake and its project in ``directory``. ``switches``: ``with_<word>=False`` leaves out the
+    demo table of that switch (``demo_switches``); an unknown one is a UsageError."""
+    tables = demo_tables()
+    known = {f"with_{t.switch.word}" for t in tables if t.switch is not None}
+    unknown = sorted(set(switches) - known)
+    if unknown:
+        raise UsageError(f"unknown demo switch {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}")
     directory = Path(directory)
     prepare_dir(directory)
     lake = directory / "lake"
     demo = DemoLake(root=directory, project_dir=directory)
-    say("writing the `events` Delta table in 300 small appends ...")
-    write_events_table(lake / "events")
-    demo.tables["events"] = str(lake / "events")
-    if with_sink:
-        # the sink part needs a JVM and pyspark (the [spark] extra); without them the demo goes on
-        import importlib.util
-
-        if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
-            demo.notes.append("file-sink demo skipped: it needs Java and pyspark (pip install 'compactor[spark]')")
-        else:
-            from compactor.tasks.demo_sink import build_demo_sink
-
-            say("running a Structured Streaming query into `clicks_sink` ...")
-            build_demo_sink(lake / "clicks_sink")
-            demo.tables["clicks_sink"] = str(lake / "clicks_sink")
-    write_project(directory, lake.resolve(), with_sink="clicks_sink" in demo.tables)
+    policy_files: tuple[str, ...] = ()
+    for table in tables:
+        if table.switch is not None and not switches.get(f"with_{table.switch.word}", True):
+            continue
+        why = table.unavailable()
+        if why is not None:
+            demo.notes.append(why)
+            continue
+        table.build(lake / table.name, say)
+        demo.tables[table.name] = str(lake / table.name)
+        policy_files += table.policy_files
+    write_project(directory, lake.resolve(), policy_files)
     return demo
 
 
-@dataclass(frozen=True)
-class TableSnapshot:
-    """A Delta table before or after the demo's compaction."""
-
-    files: int
-    bytes: int
-    sizes: list[int]
-    rows: int
-    scan_s: float
-    version: int
-
-
-def table_snapshot(uri: str) -> TableSnapshot:
-    """File count, size histogram and a timed full scan of a Delta table."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from deltalake import DeltaTable
-
-    dt_ = DeltaTable(uri)
-    sizes = pa.table(dt_.get_add_actions(flatten=True)).column("size_bytes").to_pylist()
-    t0 = time.perf_counter()
-    rows = pq.read_table(dt_.file_uris(), use_threads=False).num_rows
-    scan = time.perf_counter() - t0
-    return TableSnapshot(files=len(sizes), bytes=sum(sizes), sizes=sizes, rows=rows, scan_s=scan, version=dt_.version())
+def demo_snapshots(demo: DemoLake) -> dict[str, TableSnapshot]:
+    """Each table of ``demo`` its format shows a before/after of, by name, as it is now."""
+    out = {}
+    for table in demo_tables():
+        if table.name in demo.tables and (snap := table.snapshot(demo.tables[table.name])) is not None:
+            out[table.name] = snap
+    return out

@@ -1,8 +1,9 @@
-"""Health report of a table (any format), or of a streaming checkpoint (`compactor inspect`).
+"""Health report of a table (any format), or of a path that holds none (`compactor inspect`).
 
 Pure reading: file counts and a size histogram per partition and the small-file share, for every format;
-what differs between formats (a sink's metadata log, a Delta log's duplicate rewrites) comes from the
-table's format (``TableFormat.inspect``). The recommendation about the table's files is the planner's own
+what differs between formats (the health of their logs, duplicate rewrites) comes from the table's format
+(``TableFormat.inspect``), and what a path without a table shows from formats/no_table.py. The
+recommendation about the table's files is the planner's own
 verdict, in the words `plan` prints (planning/explain.py): under the table's policy, or, where no policy of
 the project names the table, under compactor's default policy, saying so."""
 
@@ -17,24 +18,24 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.errors import TableReadError, UsageError
+from compactor.errors import UsageError
 from compactor.formats import get_format
-from compactor.formats.checkpoint import inspect_checkpoint
 from compactor.formats.discover import format_at
-from compactor.models.formats import format_spec
+from compactor.formats.no_table import inspect_no_table
 from compactor.models.inspect import (
     BUCKET_LABELS,
     BUCKETS,
     SMALL_FILE_DEFAULT,
+    ComparedSettings,
+    FileSizeSettings,
     InspectReport,
-    InspectSettings,
     PartitionHealth,
-    SinkLogSettings,
 )
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.explain import Advice, table_verdict
-from compactor.policy.model import Sink, TablePolicy
+from compactor.policy.build import default_table_policy
+from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions
 from compactor.runtime.secrets import register_secrets
 
@@ -67,11 +68,12 @@ def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
 
 
 def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
-                 settings: InspectSettings | None = None, horizon: int | None = None,
+                 settings: ComparedSettings | None = None, horizon: int | None = None,
                  table_policy: TablePolicy | None = None, engine: str = "local",
                  advice: Advice = Advice()) -> InspectReport:
-    """``settings``: those of the compactor policy that manages the table, to compare against
-    (compact_interval, min_batches_to_retain, retention, min_file_size); ``table_policy``: that policy (the
+    """``settings``: those of the compactor policy that manages the table, to compare against, as its
+    format reads them (``TableFormat.inspect_settings``: min_file_size, and the format's own such as its
+    log settings); ``table_policy``: that policy (the
     report says what the planner decides under it; without one, under compactor's default policy).
     ``engine``: the engine the plan is made for (the target's); ``advice``: what its next steps may name.
     ``horizon``: how many of the newest commits to scan for duplicate rewrites. ``path``: a local path or an
@@ -79,13 +81,9 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
     register_secrets(storage_options)
     so: Mapping[str, str] = storage_options or {}
     fmt = format_at(path, so)
+    given = settings or FileSizeSettings()
     if fmt is None:
-        checkpoint = inspect_checkpoint(path, so, settings or InspectSettings())
-        if checkpoint is not None:
-            return checkpoint
-        raise TableReadError(f"{path}: not a Delta table, a file-sink output (_spark_metadata) or a streaming "
-                             "checkpoint (offsets/, commits/, sources/)")
-    given = settings or InspectSettings()
+        return inspect_no_table(path, so, given)
     small = int(given.min_file_size or SMALL_FILE_DEFAULT)
     where = TableLocation(path, so)
     state = fmt.read_state(where)
@@ -98,14 +96,13 @@ def inspect_path(path: str, storage_options: Mapping[str, str] | None = None, *,
         recs.insert(0, "no policy of the project names this table: the plan below is under compactor's default "
                        "policy (write one to change it)")
     return InspectReport(path, fmt.name, state.file_count, state.total_bytes, small, n_small, parts, found.logs,
-                         given, (*recs, *found.recommendations), found.duplicates, found.log_window, found.warnings)
+                         given, (*recs, *found.recommendations), found.duplicates, found.log_window, found.warnings,
+                         found.sections)
 
 
 def default_policy(fmt: str, path: str) -> TablePolicy:
-    """The policy a table gets when none is written: every default, a sink's included."""
-    spec = format_spec(fmt)
-    name = path.rstrip("/").rsplit("/", 1)[-1] or path
-    return TablePolicy(name=name, format=fmt, path=path, sink=Sink() if spec is not None and spec.sink_settings else None)
+    """The policy a table gets when none is written: every default, its format's own blocks included."""
+    return default_table_policy(path.rstrip("/").rsplit("/", 1)[-1] or path, fmt, path)
 
 
 def _planned(policy: TablePolicy, path: str, storage_options: Mapping[str, str], engine: str,
@@ -148,11 +145,9 @@ def policy_at(compiled: CompiledProject, path: str) -> TablePolicy | None:
     return None
 
 
-def inspect_settings(policy: TablePolicy) -> InspectSettings:
-    """The settings of ``policy`` that inspect compares the table against."""
-    s = policy.sink
-    sink = None if s is None else SinkLogSettings(s.compact_interval, s.min_batches_to_retain, s.retention)
-    return InspectSettings(policy.compaction.min_file_size, sink)
+def inspect_settings(policy: TablePolicy) -> ComparedSettings:
+    """The settings of ``policy`` that inspect compares the table against, as its format reads them."""
+    return get_format(policy.format).inspect_settings(policy)
 
 
 def inspect_in_project(options: ProjectOptions, path: str, *, table: str | None = None,

@@ -147,8 +147,9 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
 
 def _another_format(e: TableReadError, policy: TablePolicy, path: str, target: Target) -> TableReadError | None:
-    """A table that cannot be read as the policy's format because it is another one (a Spark file sink
-    declared with the default format): say what it is and the ``format:`` that reads it."""
+    """A table that cannot be read as the policy's format because it is another one (its marker folder
+    says which, e.g. a table declared with the default format): say what it is and the ``format:`` that
+    reads it."""
     from compactor.formats.discover import format_at
 
     try:

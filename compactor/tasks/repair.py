@@ -1,8 +1,9 @@
 """`compactor repair`: show the repair of rows live twice, then (approved) apply exactly that repair.
 
-Rows live twice (formats/delta/duplicates.py) are repaired under the table's lease: one dataChange=false
-commit removes the extra copy and restores what the reverted rewrites consumed, after the content proof
-(formats/delta/repair.py). The first pass is a dry run, which proves the repair on the files and is what
+Rows live twice are found and repaired by the table's format (``TableFormat.duplicates``, a
+``RepairsDuplicates``: None for a format whose log cannot hold them), under the table's lease: one commit
+removes the extra copy and restores what the reverted rewrites consumed, after the format's proof on the
+files' contents. The first pass is a dry run, which proves the repair on the files and is what
 the user reviews; the second derives the repair again and commits it only when it is the same one. A
 second ``compactor repair`` finds nothing to do. ``apply`` never repairs unplanned: ``plan`` lists the
 repair as an action (README, Safety model).
@@ -47,8 +48,10 @@ class TableRepair:
     status: str  # clean | repaired | would_repair | error | verification_failed | skipped
     error: str | None = None
     result: dict[str, Any] = field(default_factory=dict)
-    #: the repair proved (formats/delta/repair_plan.RepairProposal)
+    #: the repair proved (``RepairOutcome.proposal``: the format's own type)
     proposal: object | None = None
+    #: how the format words the outcome (``RepairOutcome.text``; not in the JSON: ``result`` is its data)
+    text: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"table": self.table, "path": self.path, "status": self.status, "error": self.error, **self.result}
@@ -93,7 +96,7 @@ def repair_table(name: str, path: str, fmt_name: str, storage_options: Mapping[s
         return TableRepair(name, path, "verification_failed", e.message)
     except CompactorError as e:
         return TableRepair(name, path, "error", str(e))
-    return TableRepair(name, path, out.status, result=out.to_dict(), proposal=out.proposal)
+    return TableRepair(name, path, out.status, result=out.to_dict(), proposal=out.proposal, text=out.text(name))
 
 
 def _run_id() -> str:
@@ -114,7 +117,7 @@ def repair_path(path: str, storage_options: Mapping[str, str] | None = None, *, 
                 horizon: int | None = None, approved: RepairReport | None = None) -> RepairReport:
     """``compactor repair PATH``: one table, no project needed. ``approved``: the dry run the user
     approved; only the repairs it showed are committed, and only when derived again identically. Raises
-    UsageError for a table whose format cannot hold duplicate rewrites (a file-sink output); a path that
+    UsageError for a table whose format cannot hold duplicate rewrites (no ``duplicates``); a path that
     holds no table is read as the default format's (its error is the table's)."""
     so = storage_options or {}
     try:

@@ -84,8 +84,7 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
         label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
         files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
         rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
-    growth = fmt.log_growth(where, p)
-    rep.manifest, rep.checkpoint_sources = growth.manifest, growth.checkpoint_sources
+    rep.logs = fmt.log_growth(where, p).logs
     for r in mine:
         res = [x for x in r.results if x.table == p.name]
         after_v = max((x.table_version_after for x in res if x.table_version_after is not None), default=None)
@@ -106,8 +105,8 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
 
 
 def _state_at(fmt: TableFormat, where: TableLocation, version: int) -> TableState | None:
-    """The table at an earlier version; None when its format keeps none or it is gone (vacuumed history is
-    simply not drawn)."""
+    """The table at an earlier version; None when its format keeps none or it is gone (history whose files
+    were deleted is simply not drawn)."""
     try:
         return fmt.state_at(where, version)
     except Exception:  # noqa: BLE001

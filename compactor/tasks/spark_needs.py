@@ -1,5 +1,5 @@
 """What a Spark session needs for the tables a command touches: each table format declares its own
-(``TableFormat.spark_needs``: Delta Lake's jars and SQL settings, nothing for a file sink), gathered here
+(``TableFormat.spark_needs``: its jars and SQL settings, or nothing), gathered here
 for the code that opens a session (the spark engine, a catalog's lookups), which knows no format."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The post-commit watch: after compactor commits a rewrite, another writer that read the table before
-that commit can still commit its own rewrite of the same files later (delta-rs lets it), and then every
+that commit can still commit its own rewrite of the same files later (a format's library may let it), and then every
 row of those files is live twice. For a bounded window after each commit, a background thread reads the
 new commits of the table (only those: one small read per commit) and, as soon as one removes an input of
 compactor's commit again, reports it on that action's result and fails the run: rows are live twice, and

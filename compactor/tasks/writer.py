@@ -1,5 +1,5 @@
 """`compactor compile`: what each selected policy asks of its table's writer, from the table's format
-(``TableFormat.writer_settings``: a streaming file sink's Spark settings and stream options)."""
+(``TableFormat.writer_settings``: e.g. a streaming writer's Spark settings and stream options)."""
 
 from __future__ import annotations
 

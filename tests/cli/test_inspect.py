@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from compactor.cli import cli as main
-from compactor.models.inspect import InspectSettings, SinkLogSettings
+from compactor.formats.file_sink.inspection import InspectSettings, SinkLogSettings
 from compactor.tasks.inspect import inspect_path
 
 

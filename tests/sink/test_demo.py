@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from compactor.formats.file_sink.demo import build_demo_sink
 from compactor.formats.file_sink.log import list_log
 from compactor.formats.file_sink.state import read_sink_state
-from compactor.tasks.demo_sink import build_demo_sink
 
 pytestmark = pytest.mark.spark
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from compactor.formats.file_sink.demo import DEMO_QUIET_S, build_demo_sink
 from compactor.formats.file_sink.state import read_sink_state
 from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-from compactor.tasks.demo_sink import DEMO_QUIET_S, build_demo_sink
 from compactor.tasks.plan import build_plan
 
 pytestmark = pytest.mark.spark

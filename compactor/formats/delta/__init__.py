@@ -17,6 +17,7 @@ from compactor.formats.base import (
     TableSession,
 )
 from compactor.formats.delta.actions import SetPropertiesAction
+from compactor.formats.delta.demo import DeltaDemo
 from compactor.formats.delta.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -28,7 +29,8 @@ if TYPE_CHECKING:  # the inspect, report and writer models are loaded by the com
     from compactor.engines.spark_needs import SparkNeeds
     from compactor.formats.delta.detection import Detection
     from compactor.formats.delta.log import Commit
-    from compactor.models.inspect import InspectFindings, InspectSettings
+    from compactor.formats.demo import DemoTable
+    from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.models.report import LogGrowth
     from compactor.models.writer import WriterSettings
     from compactor.project.model import SparkSettings
@@ -108,6 +110,7 @@ class DeltaFormat:
     marker = "_delta_log"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = DeltaDuplicates()
     libraries: tuple[str, ...] = ("deltalake",)
+    demo: DemoTable | None = DeltaDemo()
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
         from compactor.formats.delta.spark import spark_needs
@@ -196,8 +199,13 @@ class DeltaFormat:
 
         return read_delta_state(table, version=version)
 
+    def inspect_settings(self, policy: TablePolicy) -> ComparedSettings:
+        from compactor.models.inspect import FileSizeSettings
+
+        return FileSizeSettings(policy.compaction.min_file_size)  # the log is compared with no setting
+
     def inspect(self, table: TableLocation, state: TableState, *,
-                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+                settings: ComparedSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.delta.inspection import inspect_delta
 
         return inspect_delta(table, state, policy_given=settings is not None, horizon=horizon)

@@ -82,6 +82,11 @@ class RepairResult:
                 "remove": list(self.proposal.remove) if self.proposal else [],
                 "restore": list(self.proposal.restore) if self.proposal else []}
 
+    def text(self, table: str) -> tuple[str, ...]:
+        from compactor.formats.delta.repair_text import repair_text
+
+        return repair_text(table, self)
+
 
 class RepairError(ApplyError):
     """Rows live twice and compactor will not repair them automatically."""

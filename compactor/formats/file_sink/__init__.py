@@ -16,7 +16,7 @@ from compactor.formats.base import (
     TableFormat,
     TableSession,
 )
-from compactor.models.inspect import InspectFindings, InspectSettings
+from compactor.formats.file_sink.demo import FileSinkDemo
 from compactor.models.report import LogGrowth
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -27,6 +27,8 @@ from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.engines.spark_needs import SparkNeeds
+    from compactor.formats.demo import DemoTable
+    from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.project.model import SparkSettings
 
 
@@ -35,6 +37,7 @@ class FileSinkFormat:
     marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
     libraries: tuple[str, ...] = ()
+    demo: DemoTable | None = FileSinkDemo()
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
         return ()  # Spark's own file sink: no jars, no settings (the writer's are `compactor compile`'s)
@@ -85,11 +88,16 @@ class FileSinkFormat:
     def state_at(self, table: TableLocation, version: int) -> TableState | None:
         return None  # compactor reads no earlier version of a sink's output
 
+    def inspect_settings(self, policy: TablePolicy) -> ComparedSettings:
+        from compactor.formats.file_sink.inspection import inspect_settings
+
+        return inspect_settings(policy)
+
     def inspect(self, table: TableLocation, state: TableState, *,
-                settings: InspectSettings | None, horizon: int | None) -> InspectFindings:
+                settings: ComparedSettings | None, horizon: int | None) -> InspectFindings:
         from compactor.formats.file_sink.inspection import inspect_sink
 
-        return inspect_sink(table.uri, state, table.storage_options, settings or InspectSettings())
+        return inspect_sink(table.uri, state, table.storage_options, settings)
 
     def log_growth(self, table: TableLocation, policy: TablePolicy) -> LogGrowth:
         from compactor.formats.file_sink.inspection import log_growth

@@ -132,11 +132,9 @@ def _table_section(t: TableReport) -> str:
                   [("planned", ORANGE)],
                   y_label="% small", width=HALF_W, value_format=fmt_percent, notes=notes, y_max=100,
                   x_title=f"{len(names)} of {len(t.partitions)} partitions" if len(t.partitions) > len(names) else "")))
-    if t.manifest:
-        parts.append(_log_charts("manifest", "_spark_metadata", t.manifest))
-    for name, rows in t.checkpoint_sources.items():
-        if rows:
-            parts.append(_log_charts(f"checkpoint-source-{name}", f"checkpoint sources/{name}", rows))
+    for log in t.logs:
+        if log.points:
+            parts.append(_log_charts(log.chart, log.title, log.points))
     if t.trend:
         parts.append(_trend_charts("", t.trend, per_table=True))
     return "".join(parts) + "</section>"
@@ -152,7 +150,7 @@ def _lake_runs(tables: list[TableReport]) -> list[RunPoint]:
             p.files_removed += r.files_removed
             p.files_added += r.files_added
             p.bytes_rewritten += r.bytes_rewritten
-            if r.files_after is None:  # a file sink, or vacuumed history: the run's total is unknown
+            if r.files_after is None:  # a format without history, or history gone: the run's total is unknown
                 unknown.add(r.run_id)
             else:
                 p.files_after = (p.files_after or 0) + r.files_after

@@ -1,6 +1,6 @@
 """One storage layer for table roots on local disk, S3, Azure and GCS (see ``base.py`` for the interface
 and the create_exclusive / put_if_match semantics; ``local.py`` and ``object_store.py`` for the backends;
-``options.py`` for the delta-rs -> obstore option translation; ``shared.py`` for the per-process instances).
+``options.py`` for the translation of object_store-style storage options to obstore's arguments; ``shared.py`` for the per-process instances).
 
 The redaction helpers live in ``compactor.runtime.secrets``; they are re-exported here for compatibility.
 """

@@ -1,11 +1,11 @@
 """The storage interface: operations on objects under one root URI, on local disk, S3, Azure and GCS.
 
 ``Storage.for_uri(uri, storage_options)`` (or ``Storage(uri, storage_options)``) takes the same URIs and
-``storage_options`` dict as delta-rs (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, ``aws_conditional_put``,
+``storage_options`` dict as the table libraries built on object_store (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``, ``aws_conditional_put``,
 ``AZURE_STORAGE_USE_EMULATOR``, ...) and returns the backend for the URI's scheme: ``LocalStorage``
 (``local.py``: plain file-system calls) for a path or ``file://`` URI, ``ObjectStoreStorage``
-(``object_store.py``: obstore, the Python binding of the Rust ``object_store`` crate that delta-rs itself
-uses) for ``s3://``, ``s3a://``, ``az://``, ``abfs[s]://``, ``adl://`` and ``gs://``. Both offer the handful
+(``object_store.py``: obstore, the Python binding of the Rust ``object_store`` crate those libraries use
+too) for ``s3://``, ``s3a://``, ``az://``, ``abfs[s]://``, ``adl://`` and ``gs://``. Both offer the handful
 of operations compactor's runtime needs, with paths relative to the root and ``/`` as the separator.
 
 The two operations the lease and the crash journal build on:

@@ -1,5 +1,5 @@
 """``Storage`` on S3, Azure and GCS through obstore (the Python binding of the Rust ``object_store`` crate
-that delta-rs itself uses), configured from delta-rs ``storage_options`` (``options.split_options``).
+that table libraries build on too), configured from the same ``storage_options`` they take (``options.split_options``).
 
 - ``create_exclusive``: a put with ``If-None-Match: *`` (``mode="create"``); the store refuses the second
   of two racing creators.

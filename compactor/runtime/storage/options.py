@@ -1,9 +1,12 @@
-"""delta-rs ``storage_options`` -> obstore's ``from_url(config=, client_options=, retry_config=)``.
+"""``storage_options`` as users write them -> obstore's ``from_url(config=, client_options=, retry_config=)``.
 
-obstore takes different keys than delta-rs and is strict about them (docs/notes/object-stores.md): keys
-are lower-cased; client options (``allow_http``, ``timeout``, ``proxy_url``, ..., also with a store prefix
-such as ``AWS_ALLOW_HTTP``) go to ``client_options``; ``max_retries``/``retry_timeout`` go to
-``retry_config``; keys only delta-rs understands (log stores, locking) are dropped; the rest is store config.
+Users write one flat mapping of object_store's keys (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``,
+``aws_conditional_put``, ...), the convention of the table libraries built on the Rust ``object_store``
+crate, which also take keys of their own. obstore splits them into three arguments and is strict about
+them (docs/notes/object-stores.md): keys are lower-cased; client options (``allow_http``, ``timeout``,
+``proxy_url``, ..., also with a store prefix such as ``AWS_ALLOW_HTTP``) go to ``client_options``;
+``max_retries``/``retry_timeout`` go to ``retry_config``; the table libraries' own keys (log stores,
+locking) are dropped; the rest is store config.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ _CLIENT_KEYS = {"allow_http", "allow_invalid_certificates", "connect_timeout", "
                 "http2_max_frame_size", "http2_only", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url",
                 "proxy_ca_certificate", "proxy_excludes", "randomize_addresses", "timeout", "user_agent"}
 _PREFIXES = ("aws_", "azure_storage_", "azure_", "google_", "gcs_")
-#: keys delta-rs understands (log stores, locking) that object_store does not
-_DELTA_ONLY = {"aws_s3_allow_unsafe_rename", "aws_s3_locking_provider", "delta_dynamo_table_name",
+#: keys of the table libraries' own (log stores, locking) that object_store does not take
+_TABLE_LIBRARY_KEYS = {"aws_s3_allow_unsafe_rename", "aws_s3_locking_provider", "delta_dynamo_table_name",
                "dynamo_lock_table_name", "aws_ec2_metadata_disabled", "mount_allow_unsafe_rename",
                "max_retries", "retry_timeout"}
 
@@ -39,7 +42,8 @@ def _parse_duration(value: str) -> timedelta:
 
 
 def split_options(storage_options: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any], dict[str, Any]]:
-    """delta-rs style ``storage_options`` -> obstore (config, client_options, retry_config)."""
+    """``storage_options`` (object_store's keys, and the table libraries' own) -> obstore (config,
+    client_options, retry_config)."""
     config: dict[str, str] = {}
     client: dict[str, Any] = {}
     retry: dict[str, Any] = {}
@@ -52,8 +56,8 @@ def split_options(storage_options: Mapping[str, Any]) -> tuple[dict[str, str], d
             retry["max_retries"] = int(value)
         elif k == "retry_timeout":
             retry["retry_timeout"] = _parse_duration(value)
-        elif k in _DELTA_ONLY:
-            log.debug("storage option %s is for delta-rs only; not passed to the object store", key)
+        elif k in _TABLE_LIBRARY_KEYS:
+            log.debug("storage option %s is a table library's own; not passed to the object store", key)
         else:
             config[k] = str(value)
     return config, client, retry

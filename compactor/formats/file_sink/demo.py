@@ -1,16 +1,22 @@
-"""A small real Structured Streaming file sink for `compactor demo`: a file source (one JSON file per
-micro-batch), partitioned by country, compactInterval 3, stopped after 7 batches. The demo then waits
-out the example policy's quiet period, so the real writer guard lets the compaction through."""
+"""The file sink's demo table (``TableFormat.demo``): a small real Structured Streaming file sink for
+`compactor demo`: a file source (one JSON file per micro-batch), partitioned by country, compactInterval 3,
+stopped after 7 batches. The demo then waits out the example policy's quiet period, so the real writer
+guard lets the compaction through. It needs Java and pyspark; `compactor demo --no-sink` leaves it out."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import random
+import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from compactor.models.demo import DemoSwitch, TableSnapshot
 
 log = logging.getLogger(__name__)
 
@@ -66,3 +72,24 @@ def build_demo_sink(path: Path | str, *, batches: int = BATCHES, wait_quiet: boo
     files = [p for p in out.rglob("*.parquet") if not any(x.startswith("_") for x in p.relative_to(out).parts)]
     return DemoSink(path=str(out), checkpoint=str(checkpoint), batches=batches, rows=batches * rows_per_batch,
                     files=len(files))
+
+
+class FileSinkDemo:
+    """The demo lake's `clicks_sink`: the DemoTable of format "spark_file_sink"."""
+
+    name = "clicks_sink"
+    policy_files: tuple[str, ...] = ("tables/clicks_sink.yml",)
+    switch: DemoSwitch | None = DemoSwitch("sink", "Skip the Structured Streaming file-sink part.")
+
+    def unavailable(self) -> str | None:
+        # the sink part needs a JVM and pyspark (the [spark] extra); without them the demo goes on
+        if importlib.util.find_spec("pyspark") is None or shutil.which("java") is None:
+            return "file-sink demo skipped: it needs Java and pyspark (pip install 'compactor[spark]')"
+        return None
+
+    def build(self, path: Path, say: Callable[[str], None]) -> None:
+        say(f"running a Structured Streaming query into `{self.name}` ...")
+        build_demo_sink(path)
+
+    def snapshot(self, uri: str) -> TableSnapshot | None:
+        return None  # the demo shows no before/after of a sink's output
