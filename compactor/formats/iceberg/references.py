@@ -10,7 +10,7 @@ file only expired snapshots named); compactor deletes only what it wrote and nev
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compactor.runtime.deletion import Deletion, delete_proved
 from compactor.runtime.storage import locate
@@ -40,7 +40,7 @@ class IcebergReferences:
     """The DeletionGate of one Iceberg table; names are paths relative to the root of ``locate``'s storage
     (``/`` on local disk, the bucket on object stores)."""
 
-    def __init__(self, table: Table, storage_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, table: Table, storage_options: Mapping[str, str] | None = None) -> None:
         self._table = table
         self._options = storage_options
 
@@ -65,7 +65,7 @@ class IcebergReferences:
 
 
 def delete_unreferenced(table: Table, paths: Sequence[str],
-                        storage_options: Mapping[str, Any] | None = None) -> Deletion:
+                        storage_options: Mapping[str, str] | None = None) -> Deletion:
     """Delete those of ``paths`` (as pyiceberg names them) that no snapshot of ``table`` references now."""
     if not paths:
         return Deletion()
