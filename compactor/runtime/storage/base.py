@@ -82,17 +82,22 @@ def is_local_uri(uri: str) -> bool:
     return scheme in ("", "file") or (len(scheme) == 1 and uri[1:3] in (":\\", ":/"))
 
 
+#: the backends by kind ("local", "object_store"): each backend's module registers its class when imported,
+#: and compactor/runtime/storage/__init__.py imports them all (so this module imports none of them)
+_BACKENDS: dict[str, type[Storage]] = {}
+
+
+def register_backend(kind: str, cls: type[Storage]) -> None:
+    _BACKENDS[kind] = cls
+
+
 def _backend_for(uri: str) -> type[Storage]:
     """The one place that picks the backend for a URI."""
     if is_local_uri(uri):
-        from compactor.runtime.storage.local import LocalStorage
-
-        return LocalStorage
+        return _BACKENDS["local"]
     scheme = urlsplit(uri).scheme.lower()
     if scheme in SCHEMES:
-        from compactor.runtime.storage.object_store import ObjectStoreStorage
-
-        return ObjectStoreStorage
+        return _BACKENDS["object_store"]
     raise StorageError(f"unsupported storage URI scheme {scheme!r} (expected a local path, file://, "
                        "s3://, s3a://, az://, abfs://, abfss:// or gs://)")
 

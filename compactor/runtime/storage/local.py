@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from compactor.runtime.storage.base import ObjectInfo, ObjectNotFoundError, ObjectVersion, Storage
+from compactor.runtime.storage.base import ObjectInfo, ObjectNotFoundError, ObjectVersion, Storage, register_backend
 
 if TYPE_CHECKING:
     import pyarrow.fs
@@ -262,3 +262,6 @@ class LocalStorage(Storage):
 
         with self._errors("pyarrow filesystem", ""):
             return pafs.LocalFileSystem(), self._root.as_posix()
+
+
+register_backend("local", LocalStorage)

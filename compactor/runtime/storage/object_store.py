@@ -29,6 +29,7 @@ from compactor.runtime.storage.base import (
     ObjectVersion,
     Storage,
     StorageError,
+    register_backend,
 )
 from compactor.runtime.storage.options import split_options
 
@@ -249,3 +250,6 @@ class ObjectStoreStorage(Storage):
                 return fs, f"{container}{parts.path}".rstrip("/")
             fs = pafs.GcsFileSystem()
             return fs, f"{parts.netloc}{parts.path}".rstrip("/")
+
+
+register_backend("object_store", ObjectStoreStorage)
