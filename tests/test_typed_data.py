@@ -77,7 +77,7 @@ ALLOWED: dict[str, str] = {
     "planning/actions:RewriteAction.derived_params.return": SCHEMA,
     "planning/blockers:Blocker.from_dict.d": FROM_JSON,
     "planning/blockers:Blocker.to_dict.return": TO_JSON,
-    "planning/blockers:BlockerKind.from_v1.table": V1_TABLE,
+    "planning/blocker_kinds:BlockerKind.from_v1.table": V1_TABLE,
     "planning/plan:_action.d": FROM_JSON + ": one action of the plan file",
     "planning/actions:Action.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",
     "planning/actions:RewriteAction.params.return": TO_JSON + ": an action's type-specific fields as the plan file stores them",

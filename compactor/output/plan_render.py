@@ -11,7 +11,8 @@ from rich.table import Table
 
 from compactor.output.text import plural, safe
 from compactor.planning.actions import partition_label
-from compactor.planning.blockers import BlockerKind, by_kind
+from compactor.planning.blocker_kinds import BlockerKind
+from compactor.planning.blockers import by_kind
 from compactor.planning.explain import Advice, skip_lines
 from compactor.planning.plan import Action, Plan, Skip, TablePlan
 from compactor.planning.vocabulary import blocker_kind

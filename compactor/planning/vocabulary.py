@@ -13,7 +13,7 @@ from importlib import import_module
 
 from compactor.models.formats import FORMATS, format_spec
 from compactor.planning.actions import SHARED_ACTIONS, Action
-from compactor.planning.blockers import BlockerKind
+from compactor.planning.blocker_kinds import BlockerKind
 from compactor.planning.skips import Remedy, SkipKind, SkipReason
 
 _actions: dict[str, type[Action]] = {c.type: c for c in SHARED_ACTIONS}

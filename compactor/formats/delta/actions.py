@@ -13,7 +13,8 @@ from compactor.errors import PlanError, StalePlanError
 from compactor.formats.delta.retention import declared_properties, vacuum_retention_hours
 from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import SHARED_ACTIONS, Action, ActionRow, digest_paths
-from compactor.planning.blockers import Blocker, BlockerKind
+from compactor.planning.blocker_kinds import BlockerKind
+from compactor.planning.blockers import Blocker
 from compactor.planning.skips import Remedy, SkipKind
 from compactor.planning.vocabulary import register
 from compactor.policy.model import TablePolicy
