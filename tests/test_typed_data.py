@@ -46,7 +46,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/log:LoggedAction._action.return": DELTA_ACTION + " (an add or remove line, parsed when first read)",
     "formats/delta/native:_member_outcome.ours.entry": DELTA_ACTION,
     "formats/delta/actions:DuplicateRewrites.from_v1.table": V1_TABLE,
-    "formats/delta/repair:RepairResult.to_dict.return": TO_JSON,
+    "formats/delta/repair_result:RepairResult.to_dict.return": TO_JSON,
     "formats/delta/stats:delta_stats.maxs": TO_JSON + ": an add action's stats (maxValues), as Delta writers write them",
     "formats/delta/stats:delta_stats.mins": TO_JSON + ": an add action's stats (minValues), as Delta writers write them",
     "formats/delta/stats:stats_json.stats": TO_JSON + ": an add action's stats, as Delta writers write them",

@@ -14,7 +14,6 @@ import logging
 import posixpath
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
@@ -31,9 +30,9 @@ from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage
 from compactor.formats.delta.log import commits_after
 from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
 from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.repair_result import RepairResult
 from compactor.formats.delta.retention import DELETED, parse_interval
 from compactor.formats.delta.support import DELTA_RS_UNWRITABLE
-from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -46,46 +45,6 @@ DEFAULT_DELETED_RETENTION_S = 7 * 24 * 3600
 
 
 # ----------------------------------------------------------------------------- repair
-
-
-@dataclass
-class RepairResult:
-    """What a repair did. status: clean (nothing to do), repaired, would_repair (dry run)."""
-
-    uri: str
-    status: str
-    duplicates: list[DuplicateReport] = field(default_factory=list)
-    commits: list[int] = field(default_factory=list)  # the repair commits' versions
-    files_removed: int = 0
-    files_restored: int = 0
-    #: restored files copied under a new name (their tombstones were too old to re-add)
-    files_copied: int = 0
-    rows_removed: int = 0
-    rows_restored: int = 0
-    version_before: int | None = None
-    version_after: int | None = None
-    window: LogWindow = field(default_factory=LogWindow)
-    #: the repair proved (and committed, unless a dry run)
-    proposal: RepairProposal | None = None
-
-    @property
-    def rows_deduplicated(self) -> int:
-        return self.rows_removed - self.rows_restored
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"uri": self.uri, "status": self.status, "duplicates": [d.to_dict() for d in self.duplicates],
-                "repair_versions": self.commits, "files_removed": self.files_removed,
-                "files_restored": self.files_restored, "files_copied": self.files_copied,
-                "rows_removed": self.rows_removed, "rows_restored": self.rows_restored,
-                "rows_deduplicated": self.rows_deduplicated, "version_before": self.version_before,
-                "version_after": self.version_after, "window": self.window.to_dict(),
-                "remove": list(self.proposal.remove) if self.proposal else [],
-                "restore": list(self.proposal.restore) if self.proposal else []}
-
-    def text(self, table: str) -> tuple[str, ...]:
-        from compactor.formats.delta.repair_text import repair_text
-
-        return repair_text(table, self)
 
 
 class RepairError(ApplyError):
