@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from compactor.engines.base import RewriteEngine
-from compactor.engines.spark_needs import SparkNeeds
+from compactor.engines.sql_engine import SqlEngine
 from compactor.errors import (
     PlanError,
     UnsupportedTableError,
@@ -31,39 +30,11 @@ from compactor.planning.actions import (
     RewriteAction,
     ZOrderAction,
 )
-from compactor.project.model import SparkSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class SqlEngine(Protocol):
-    """An engine that runs SQL in a Spark session (the spark engine): what Delta's native OPTIMIZE and
-    VACUUM need of it (formats/delta/spark.py builds them from these neutral primitives). The local engine
-    is not one; compactor's rewrite needs only ``RewriteEngine``. No member opens the session when
-    ``isinstance`` looks for it (Python 3.11 reads each member)."""
-
-    @property
-    def settings(self) -> SparkSettings: ...
-
-    def is_spark_connect(self) -> bool: ...
-
-    def provides(self, needs: SparkNeeds) -> bool: ...
-
-    def sql(self, statement: str, conf: Mapping[str, str] | None = None) -> list[Any]: ...
-
-    def setting(self, key: str) -> str | None: ...
-
-    def local_master(self) -> bool: ...
-
-    def session_conf(self, conf: Mapping[str, str]) -> AbstractContextManager[None]: ...
-
-    def temp_view(self, rows: Sequence[tuple[Any, ...]], schema: str) -> AbstractContextManager[str]: ...
-
-    def hadoop_path(self, uri: str) -> str: ...
 
 
 def handle(ctx: ActionContext) -> DeltaTable:

@@ -8,12 +8,13 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from compactor.engines.sql_engine import SqlEngine
 from compactor.errors import (
     ApplyError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.actions import SetPropertiesAction, VacuumAction
-from compactor.formats.delta.context import SqlEngine, check_writable, fence, handle
+from compactor.formats.delta.context import check_writable, fence, handle
 from compactor.formats.delta.retention import DELETED, parse_interval
 from compactor.formats.delta.spark import delta_sql_available, native_commits_safe, vacuum_files
 from compactor.formats.delta.spark import vacuum_listing as spark_vacuum_listing

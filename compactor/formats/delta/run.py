@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from compactor.engines.sql_engine import SqlEngine
 from compactor.errors import (
     ApplyError,
     CompactorError,
@@ -24,7 +25,7 @@ from compactor.errors import (
 )
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.delta.actions import RepairAction, SetPropertiesAction, VacuumAction
-from compactor.formats.delta.context import REWRITE_GROUP, SqlEngine, group_key, uses_native
+from compactor.formats.delta.context import REWRITE_GROUP, group_key, uses_native
 from compactor.formats.delta.maintenance import set_properties, vacuum
 from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
 from compactor.formats.delta.rewrite import rewrite_group

@@ -14,7 +14,7 @@ from compactor.errors import UsageError
 from compactor.formats.delta.spark_sql import INVENTORY_SCHEMA, vacuum_sql
 
 if TYPE_CHECKING:  # pragma: no cover
-    from compactor.formats.delta.context import SqlEngine
+    from compactor.engines.sql_engine import SqlEngine
 
 #: what the Delta jars need in a session (both are static: they must be set before the session starts)
 DELTA_CONF = (
