@@ -248,3 +248,87 @@ def test_each_format_object_matches_its_registry_line() -> None:
     for spec in FORMATS:
         fmt = get_format(spec.name)
         assert (fmt.name, fmt.marker) == (spec.name, spec.marker)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the compactor modules it imports, at any depth of the file (also lazily, also for typing
+    only: a circle a lazy import hides is still a circle of ideas)."""
+    files = {_module_name(f): f for f in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, f in files.items():
+        found = set(_imports(f))
+        # `from package import module` imports the module; the package counts only for a name it defines
+        found -= {m.rsplit(".", 1)[0] for m in found if m in files and m.rsplit(".", 1)[0] in files
+                  and _only_submodules(f, m.rsplit(".", 1)[0], files)}
+        graph[name] = {m for m in found if m in files and m != name}
+    return graph
+
+
+def _only_submodules(path: Path, package: str, files: dict[str, Path]) -> bool:
+    """Whether every ``from package import ...`` in ``path`` names submodules only."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    froms = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level and n.module == package]
+    return all(f"{package}.{a.name}" in files for n in froms for a in n.names)
+
+
+def test_no_import_circle_between_modules() -> None:
+    """No two modules import each other, directly or through others (Tarjan's strongly connected
+    components over every import, lazy and typing-only ones included)."""
+    graph = _module_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    assert not circles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    """The check above can fail: two modules that import each other form a component of two."""
+    graph = _module_graph()
+    a, b = "compactor.errors", "compactor.units"
+    assert b not in graph[a] or a not in graph[b]
+    graph[a] = {*graph[a], b}
+    graph[b] = {*graph[b], a}
+    import sys
+    module = sys.modules[__name__]
+    original = module._module_graph
+    module._module_graph = lambda: graph  # type: ignore[attr-defined]
+    try:
+        test_no_import_circle_between_modules()
+    except AssertionError as e:
+        assert "compactor.errors <-> compactor.units" in str(e)
+    else:
+        raise AssertionError("the circle check passed a graph with a circle")
+    finally:
+        module._module_graph = original  # type: ignore[attr-defined]

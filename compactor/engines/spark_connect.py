@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compactor.engines.spark_needs import SparkNeeds, extension_listed
+from compactor.engines.spark_needs import REQUIRED_CONF, SparkNeeds, extension_listed
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings, shown_remote
 
@@ -109,8 +109,6 @@ def connect_session(url: str, settings: SparkSettings, needs: Sequence[SparkNeed
     """A new Spark Connect session to ``url`` with the profile's runtime settings and compactor's own. The
     server must have what each required need asks for (a server's jars and static settings are its own:
     nothing of them is set from here)."""
-    from compactor.engines.spark_session import REQUIRED_CONF
-
     check_reachable(url)
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 

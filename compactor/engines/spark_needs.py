@@ -8,6 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+#: settings compactor's own writes rely on, in every session (a local one's and a Spark Connect server's)
+REQUIRED_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
 
 @dataclass(frozen=True)
 class SparkNeeds:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compactor.engines.spark_needs import NeedsSource, SparkNeeds, extension_listed, no_needs
+from compactor.engines.spark_needs import REQUIRED_CONF, NeedsSource, SparkNeeds, extension_listed, no_needs
 from compactor.errors import UsageError
 from compactor.project.model import SparkSettings
 
@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: settings compactor's own writes rely on
-REQUIRED_CONF = {
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-}
 #: the driver JVM's options (a class archive's go first: engines/spark_class_archive.py)
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
