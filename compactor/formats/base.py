@@ -80,8 +80,6 @@ class NoSession:
 class TableFormat(Protocol):
     #: the name policies and plans use ("delta", "spark_file_sink")
     name: str
-    #: the folder that marks a table of this format (discover)
-    marker: str
     #: finding and repairing duplicate rewrites, for a format whose log can hold them (None: it cannot)
     duplicates: RepairsDuplicates | None
     #: the Python modules the format reads and commits through (their versions go into run results)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compactor.models.formats import FORMATS, format_spec
+from compactor.models.formats import format_spec, metadata_names
 from compactor.planning.actions import Action, RewriteAction, digest_paths
 from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.vocabulary import action_types
@@ -56,10 +56,6 @@ def shared_files(actions: Sequence[Action]) -> list[str]:
     return out
 
 
-#: folders no action may ever name a file in: every format's log (its marker), compactor's own state
-_RESERVED = (*(f.marker for f in FORMATS), "_compactor")
-
-
 def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
     """Why ``path`` may not be a file an action rewrites or deletes, or None. Lexical: the formats also
     resolve it on storage (a symlink out of the table is caught there)."""
@@ -73,7 +69,8 @@ def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
     parts = rel.split("/")
     if any(p in (".", "..") for p in parts) or (not absolute_ok and "" in parts):
         return f"{path} is not a normalised path"
-    if any(p.startswith(_RESERVED) for p in parts):
+    reserved = metadata_names()  # every format's metadata (its log), compactor's own state
+    if any(p.startswith(reserved) for p in parts):
         return f"{path} lies in the table's log or in compactor's state, which no action may touch"
     return None
 

@@ -149,16 +149,16 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 def _another_format(e: TableReadError, policy: TablePolicy, path: str, target: Target) -> TableReadError | None:
     """A table that cannot be read as the policy's format because it is another one (a Spark file sink
     declared with the default format): say what it is and the ``format:`` that reads it."""
-    from compactor.formats.discover import format_at
+    from compactor.formats.discover import detect_at
 
     try:
-        found = format_at(path, target.storage_options)
+        found = detect_at(path, target.storage_options)
     except Exception:  # noqa: BLE001 - the read's own error stands
         return None
-    if found is None or found.name == policy.format:
+    if found is None or found.format == policy.format:
         return None
-    return TableReadError(f"{path}: not a {policy.format} table: it has {found.marker}, so it is a {found.name} "
-                          f"table; declare it with `format: {found.name}` in its policy ({policy.source})")
+    return TableReadError(f"{path}: not a {policy.format} table: it has {found.evidence}, so it is a {found.format} "
+                          f"table; declare it with `format: {found.format}` in its policy ({policy.source})")
 
 
 @dataclass(frozen=True)
