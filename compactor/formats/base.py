@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from compactor.models.results import ActionOutcome
 from compactor.models.state import TableState
-from compactor.models.table import TableLocation
+from compactor.models.table import TableLocation, table_ref
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -57,8 +57,9 @@ class ActionContext:
 
     @property
     def location(self) -> TableLocation:
-        """The table's location: its path with the target's storage options (as the table run builds it)."""
-        return TableLocation(self.table.path, self.target.storage_options)
+        """The table's reference: its path with the target's storage options, and its catalog identifier
+        with that catalog's settings when a catalog located it (as the table run builds it)."""
+        return table_ref(self.table.path, self.target.storage_options, self.table.identifier, self.target.catalogs)
 
 
 class TableSession(Protocol):

@@ -33,6 +33,9 @@ def plan_problems(plan: Plan, project_name: str, policies: Sequence[TablePolicy]
             continue
         if t.path != policy.path and policy.path is not None:
             problems.append(f"table '{t.name}': the plan's path {t.path} is not the policy's path {policy.path}")
+        if t.identifier is not None and t.identifier != policy.catalog:
+            problems.append(f"table '{t.name}': the plan names catalog table {t.identifier}, the policy "
+                            + (f"names {policy.catalog}" if policy.catalog is not None else "names none"))
         if t.format != policy.format:
             problems.append(f"table '{t.name}': the plan's format {t.format} is not the policy's {policy.format}")
         if t.engine != engine:
