@@ -38,7 +38,7 @@ def test_discover_lists_each_folder_once_and_a_bare_path_lists_no_table_root(sto
     so = store_root.storage_options
     lake = store_root.child("lake")
     make_table(f"{lake}/sales/orders", so, partitions=2, appends=1, rows=2)
-    st = Storage(lake, so)
+    st = storage_for(lake, so)
     st.write_bytes("ops/clicks/_spark_metadata/0", b"v1\n")
     st.write_bytes("ops/clicks/part=0/a.parquet", b"x")
     st.write_bytes("raw/readme.txt", b"not a table")
@@ -46,12 +46,12 @@ def test_discover_lists_each_folder_once_and_a_bare_path_lists_no_table_root(sto
     folders = ["", "sales", "sales/orders", "ops", "ops/clicks", "ops/clicks/part=0", "toy", "toy/t", "raw"]
     with register_format(toy_format.SPEC):
         toy_format.create(TableLocation(f"{lake}/toy/t", so))
-        for fmt, found, listed in (
+        for fmt, tables, listed in (
                 ("delta", ["sales/orders"], folders),
                 ("toy", ["toy/t"], [*folders, *partitions]),  # a Delta table is listed like any folder
                 ("spark_file_sink", ["ops/clicks"], [*(f for f in folders if f != "ops/clicks/part=0"), *partitions])):
             listings.clear()
-            assert discover_tables(lake, storage_options=so, fmt=fmt) == found
+            assert discover_tables(lake, storage_options=so, fmt=fmt) == tables
             if store_root.backend != "local":  # local disk is walked with os.walk: one scandir per folder
                 assert sorted(listings) == sorted(f"{lake}/{f}".rstrip("/") for f in listed), fmt  # each once
         listings.clear()
