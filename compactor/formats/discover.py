@@ -4,8 +4,9 @@ Each registered format detects its own tables (``FormatSpec.detect``: ``detect(f
 folder's entries, e.g. Delta's ``_delta_log``, a file sink's ``_spark_metadata``). Discover lists every
 folder under a root once (a local directory walk, or one delimiter listing per folder on an object store)
 and asks the policy's format of each listing; it never descends into a table it found, nor into a
-``_``/``.`` folder (as before formats detected themselves: another format's table is listed like any folder). ``format_at`` detects the table at one path by asking every
-format (a few small requests, not a listing of the table's files).
+``_``/``.`` folder (as before formats detected themselves: another format's table is listed like any
+folder). ``detect_at`` detects the table at one path by asking every format (a few small requests, not a
+listing of the table's files).
 
 When several formats claim one folder (a Delta UniForm table holds Iceberg metadata beside its log): a
 policy's ``format:`` decides (discover looks for the policy's format only, and a table read by a policy is
