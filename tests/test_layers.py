@@ -193,13 +193,13 @@ FORMAT_PACKAGES = {d.name for d in (PACKAGE / "formats").iterdir() if (d / "__in
 
 
 def _format_names() -> set[str]:
-    from compactor.formats import FORMAT_NAMES, get_format
+    from compactor.models.formats import FORMATS
 
-    return {*FORMAT_NAMES, *(get_format(n).marker for n in FORMAT_NAMES)}
+    return {*(f.name for f in FORMATS), *(m for f in FORMATS for m in f.metadata)}
 
 
 def _format_branches(f: Path, names: set[str]) -> list[str]:
-    """Imports of a format's own package and comparisons with a format's name or marker folder."""
+    """Imports of a format's own package and comparisons with a format's name or metadata folder."""
     tree = ast.parse(f.read_text(encoding="utf-8"))
     out = sorted({f"imports {m}" for m in _imports(f)
                   if m.startswith("compactor.formats.") and m.split(".")[2] in FORMAT_PACKAGES})
@@ -246,8 +246,7 @@ def test_each_format_object_matches_its_registry_line() -> None:
     from compactor.models.formats import FORMATS
 
     for spec in FORMATS:
-        fmt = get_format(spec.name)
-        assert (fmt.name, fmt.marker) == (spec.name, spec.marker)
+        assert get_format(spec.name).name == spec.name
 
 
 def _module_name(path: Path) -> str:

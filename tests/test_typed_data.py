@@ -95,6 +95,7 @@ ALLOWED: dict[str, str] = {
     "tasks/plan_schema:fill.doc": SCHEMA,
     "tasks/plan_schema:fill.return": SCHEMA,
     "tasks/plan_schema:plan_schema.return": SCHEMA,
+    "tasks/plan_schema:_plan_schema.return": SCHEMA,
     "tasks/repair:RepairReport.to_dict.return": TO_JSON,
     "tasks/repair:TableRepair.result": TO_JSON + ": the format's RepairOutcome.to_dict(), as `repair --format json` prints it",
     "tasks/repair:TableRepair.to_dict.return": TO_JSON,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from compactor.models.results import ActionOutcome as ActionOutcome  # re-exported: formats import it from here
 from compactor.models.state import TableState
-from compactor.models.table import TableLocation
+from compactor.models.table import TableLocation, table_ref
 from compactor.planning.actions import Action
 from compactor.planning.plan import TablePlan
 from compactor.policy.model import TablePolicy
@@ -58,8 +58,9 @@ class ActionContext:
 
     @property
     def location(self) -> TableLocation:
-        """The table's location: its path with the target's storage options (as the table run builds it)."""
-        return TableLocation(self.table.path, self.target.storage_options)
+        """The table's reference: its path with the target's storage options, and its catalog identifier
+        with that catalog's settings when a catalog located it (as the table run builds it)."""
+        return table_ref(self.table.path, self.target.storage_options, self.table.identifier, self.target.catalogs)
 
 
 class TableSession(Protocol):
@@ -81,8 +82,6 @@ class NoSession:
 class TableFormat(Protocol):
     #: the name policies and plans use ("delta", "spark_file_sink")
     name: str
-    #: the folder that marks a table of this format (discover)
-    marker: str
     #: finding and repairing duplicate rewrites, for a format whose log can hold them (None: it cannot)
     duplicates: RepairsDuplicates | None
     #: the Python modules the format reads and commits through (their versions go into run results)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from compactor.models.formats import FORMATS, format_spec
+from compactor.models.formats import format_spec, metadata_names
 from compactor.planning.actions import Action, RewriteAction, digest_paths
 from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.vocabulary import action_types
@@ -33,6 +33,9 @@ def plan_problems(plan: Plan, project_name: str, policies: Sequence[TablePolicy]
             continue
         if t.path != policy.path and policy.path is not None:
             problems.append(f"table '{t.name}': the plan's path {t.path} is not the policy's path {policy.path}")
+        if t.identifier is not None and t.identifier != policy.catalog:
+            problems.append(f"table '{t.name}': the plan names catalog table {t.identifier}, the policy "
+                            + (f"names {policy.catalog}" if policy.catalog is not None else "names none"))
         if t.format != policy.format:
             problems.append(f"table '{t.name}': the plan's format {t.format} is not the policy's {policy.format}")
         if t.engine != engine:
@@ -56,10 +59,6 @@ def shared_files(actions: Sequence[Action]) -> list[str]:
     return out
 
 
-#: folders no action may ever name a file in: every format's log (its marker), compactor's own state
-_RESERVED = (*(f.marker for f in FORMATS), "_compactor")
-
-
 def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
     """Why ``path`` may not be a file an action rewrites or deletes, or None. Lexical: the formats also
     resolve it on storage (a symlink out of the table is caught there)."""
@@ -73,7 +72,8 @@ def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
     parts = rel.split("/")
     if any(p in (".", "..") for p in parts) or (not absolute_ok and "" in parts):
         return f"{path} is not a normalised path"
-    if any(p.startswith(_RESERVED) for p in parts):
+    reserved = metadata_names()  # every format's metadata (its log), compactor's own state
+    if any(p.startswith(reserved) for p in parts):
         return f"{path} lies in the table's log or in compactor's state, which no action may touch"
     return None
 

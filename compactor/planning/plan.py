@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from compactor.errors import PlanError
+from compactor.models.table import TableIdentifier
 from compactor.planning.actions import (
     Action,
     Precondition,
@@ -65,6 +66,9 @@ class TablePlan:
     policy_source: str | None = None
     #: the table's identity when it was planned, as its format states it: apply refuses another table at the path
     table_id: str | None = None
+    #: the table's name in a catalog of the target, for a table a catalog located (apply hands it to the
+    #: format with that catalog's settings: compactor/models/table.py); None: a table known by its path
+    identifier: TableIdentifier | None = None
     #: what makes apply refuse this table until a planned action answers it (the format found them);
     #: ``plan`` and ``apply`` exit 1 while any is unanswered
     blockers: tuple[Blocker, ...] = ()
@@ -154,6 +158,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "files_before": t.files_before, "files_after": t.files_after, "bytes_before": t.bytes_before,
             "error": t.error, "policy_source": t.policy_source,
             **({"table_id": t.table_id} if t.table_id is not None else {}),
+            **({"identifier": t.identifier.to_dict()} if t.identifier is not None else {}),
             **({"blockers": [b.to_dict() for b in t.blockers]} if t.blockers else {}),
         })
     return {"schema_version": SCHEMA_VERSION, "compactor_version": plan.compactor_version,
@@ -203,6 +208,11 @@ def digest_pieces(data: Mapping[str, Any]) -> Iterator[str]:
     yield dumps_compact({k: v for k, v in data.items() if k not in ("digest", "signature", "tables")})
 
 
+def _identifier(d: Mapping[str, str] | None) -> TableIdentifier | None:
+    """A table's catalog identifier as a plan file holds it (plans written before it hold none)."""
+    return None if not d else TableIdentifier(d["catalog"], d["namespace"], d["table"])
+
+
 def plan_from_dict(d: Mapping[str, Any]) -> Plan:
     """Inverse of plan_to_dict, for every schema version compactor reads. Callers validate against the
     plan schema of its version first."""
@@ -228,6 +238,7 @@ def plan_from_dict(d: Mapping[str, Any]) -> Plan:
             files_before=int(t.get("files_before", 0)), files_after=int(t.get("files_after", 0)),
             bytes_before=int(t.get("bytes_before", 0)), error=t.get("error"),
             policy_source=t.get("policy_source"), table_id=t.get("table_id"), blockers=blockers,
+            identifier=_identifier(t.get("identifier")),
         ))
     totals = dict(d.get("totals") or {})
     if version == 1:  # tables with rows live twice no repair answers: blocked tables

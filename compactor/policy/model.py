@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from compactor.models.formats import DEFAULT_FORMAT
+from compactor.models.table import TableIdentifier
 
 Strategy = Literal["bin_pack", "z_order", "sort"]
 Order = Literal["benefit", "bytes_asc", "bytes_desc", "oldest_first"]
@@ -177,13 +178,8 @@ class Discover:
     namespace: str | None = None
 
 
-@dataclass(frozen=True)
-class CatalogRef:
-    """A table named in a catalog of the target: ``catalog.namespace.table``."""
-
-    catalog: str
-    namespace: str
-    table: str
+#: a table named in a catalog of the target: ``catalog.namespace.table`` (the identifier its reference carries)
+CatalogRef = TableIdentifier
 
 
 @dataclass(frozen=True)
@@ -207,8 +203,9 @@ class TablePolicy:
     #: local path or URI; None for catalog tables (identified by ``name``) and discover entries
     path: str | None = None
     discover: Discover | None = None
-    #: the table by its name in a catalog of the target (resolved through the catalog's API at plan time)
-    catalog: CatalogRef | None = None
+    #: the table by its name in a catalog of the target (resolved through the catalog's API at plan time;
+    #: a discover over a catalog gives each table it expands to its name there)
+    catalog: TableIdentifier | None = None
     tags: tuple[str, ...] = ()
     #: the dbt node the policy was written on (None: a policy file's table)
     dbt: DbtRef | None = None

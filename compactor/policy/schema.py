@@ -15,20 +15,29 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     import jsonschema
 
-from compactor.models.formats import FORMAT_NAMES
+from compactor.models.formats import FORMAT_NAMES, generation
 from compactor.policy.diagnostics import Diagnostic
 from compactor.policy.yamlpos import Located, join_path
 
 
-@functools.cache
 def load_schema(name: str) -> dict[str, Any]:
-    """A schema shipped with the package (compactor/schemas -> the repo's schemas/)."""
-    schema: dict[str, Any] = json.loads(_schema_text(name))  # the shipped schemas are JSON objects
-    return schema
+    """A schema shipped with the package (compactor/schemas -> the repo's schemas/), its ``format`` enums
+    the formats registered now (kept per registry generation: a format registered later is in the next)."""
+    return _load_schema(name, generation())
 
 
 @functools.cache
+def _load_schema(name: str, _generation: int) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(_schema_text(name))
+    return loaded
+
+
 def _validator(name: str, ref: str | None = None) -> jsonschema.Draft202012Validator:
+    return _built_validator(name, ref, generation())
+
+
+@functools.cache
+def _built_validator(name: str, ref: str | None, _generation: int) -> jsonschema.Draft202012Validator:
     import jsonschema  # imported on first validation, not by every module that reads a schema
 
     schema = load_schema(name)
@@ -89,8 +98,12 @@ def _content_key(schema: str, ref: str | None, instance: Any) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-@functools.cache
 def _schema_text(name: str) -> str:
+    return _cached_schema_text(name, generation())
+
+
+@functools.cache
+def _cached_schema_text(name: str, _generation: int) -> str:
     return schema_text(name)
 
 

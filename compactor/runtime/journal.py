@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compactor.models.formats import FORMATS
+from compactor.models.formats import metadata_names
 from compactor.runtime import clock, liveness
 from compactor.runtime.deletion import DeletionGate, delete_proved
 from compactor.runtime.lease import default_ttl_s
@@ -61,8 +61,6 @@ log = logging.getLogger(__name__)
 JOURNAL_DIR = "journal"
 #: the name of every staging folder compactor writes (engines write a bin's files there first)
 STAGING_PREFIX = "_compactor_staging_"
-#: folders no journal entry may name a path in: every format's log, compactor's own state
-RESERVED_FOLDERS = frozenset({*(f.marker for f in FORMATS), "_compactor"})
 JOURNAL_PREFIX = f"_compactor/{JOURNAL_DIR}"
 HEARTBEAT_S = 1.0
 #: an entry of another host whose heartbeat is older than this belongs to a dead run
@@ -299,7 +297,10 @@ def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool,
 
 
 def _safe_parts(parts: list[str]) -> bool:
-    return all(p and p not in (".", "..") and p not in RESERVED_FOLDERS and "\\" not in p for p in parts)
+    """No part empty, ``.``/``..``, or a folder no entry may name a path in: every registered format's
+    metadata (its log), compactor's own state (compactor/models/formats.py ``metadata_names``)."""
+    reserved = metadata_names()
+    return all(p and p not in (".", "..") and p not in reserved and "\\" not in p for p in parts)
 
 
 def is_data_file(rel: str) -> bool:

@@ -35,7 +35,7 @@ from compactor.models.events import (
     WatchWaiting,
 )
 from compactor.models.results import ActionResult, Interruption, RunResults, compute_run_totals
-from compactor.models.table import TableLocation
+from compactor.models.table import table_ref
 from compactor.planning.plan import Plan, TablePlan
 from compactor.planning.vocabulary import rewrite_types
 from compactor.project.model import Project, ProjectOptions, Target
@@ -179,7 +179,7 @@ def _watch(table: TablePlan, fmt: TableFormat, target: Target, run_id: str, watc
         return None
     meta = {"compactor.version": __version__, "compactor.run_id": run_id,
             "compactor.action": f"{run_id}:{table.name}:watch"}
-    return TableWatch(fmt, table.name, TableLocation(table.path, target.storage_options), watch_s, meta,
+    return TableWatch(fmt, table.name, table_ref(table.path, target.storage_options, table.identifier, target.catalogs), watch_s, meta,
                       poll_s=min(1.0, max(0.05, watch_s / 20)), progress=progress)
 
 

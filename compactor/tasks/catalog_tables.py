@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from compactor.catalogs import Catalog, open_catalog
 from compactor.errors import CatalogError, UnsupportedFormatError
+from compactor.models.table import TableIdentifier
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target
 from compactor.runtime.secrets import register_secrets
@@ -35,7 +36,8 @@ def catalog_policies(p: TablePolicy, target: Target, opened: dict[str, Catalog],
             errors[name] = UnsupportedFormatError(f"{t.qualified_name}: {t.reason}")
             out.append(replace(p, name=name, path=t.location or t.qualified_name, discover=None))
             continue
-        out.append(replace(p, name=name, path=t.location, format=t.format, discover=None))
+        out.append(replace(p, name=name, path=t.location, format=t.format, discover=None,
+                           catalog=TableIdentifier(d.catalog, t.namespace, t.name)))
     return out
 
 

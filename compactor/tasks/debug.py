@@ -7,7 +7,8 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from compactor.formats import get_format
+from compactor.formats.discover import claimed_by
+from compactor.models.formats import format_spec
 from compactor.project.model import ProjectOptions, Target
 
 
@@ -24,7 +25,6 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
     from compactor.errors import CompactorError, UnsupportedFormatError
     from compactor.project.compile import compile_project
     from compactor.runtime.secrets import redact, register_secrets
-    from compactor.runtime.storage import storage_for
     from compactor.tasks.plan import expand_policies
 
     try:
@@ -49,10 +49,11 @@ def run_checks(options: ProjectOptions, *, spark_session: bool = False) -> Itera
         if p.path is None:
             yield Check(f"table {p.name}", t.engine == "spark", "a catalog table: resolved by Spark at plan time")
             continue
-        marker = get_format(p.format).marker
+        spec = format_spec(p.format)
         try:
-            found = storage_for(p.path, t.storage_options).is_dir(marker)
-            yield Check(f"table {p.name}", found, f"{redact(p.path)}" + ("" if found else f": no {marker} there"))
+            found = claimed_by(p.path, p.format, t.storage_options) is not None
+            what = " or ".join(spec.metadata) if spec is not None else f"{p.format} table"
+            yield Check(f"table {p.name}", found, f"{redact(p.path)}" + ("" if found else f": no {what} there"))
         except Exception as e:  # noqa: BLE001 - a store we cannot reach is this check's answer
             yield Check(f"table {p.name}", False, f"{redact(p.path)}: {redact(str(e).splitlines()[0])}")
     if t.engine == "spark":

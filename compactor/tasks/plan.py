@@ -18,7 +18,7 @@ from compactor import __version__
 from compactor.errors import CompactorError, TableReadError, UnsupportedFormatError
 from compactor.formats import get_format
 from compactor.models.state import TableState, files_table
-from compactor.models.table import TableLocation
+from compactor.models.table import table_ref
 from compactor.planning.plan import Plan, Skip, SkipReason, TablePlan, compute_totals
 from compactor.policy.model import TablePolicy
 from compactor.project.model import ProjectOptions, Target
@@ -42,7 +42,8 @@ def plan_table(policy: TablePolicy, state: TableState | Exception, *, now: dt.da
         msg = redact(str(state))
         return TablePlan(policy.name, policy.path or policy.name, policy.format, target.engine, None, error=msg,
                          policy_source=str(policy.source), skipped=(Skip(SkipReason.UNREADABLE, None, {}, msg),))
-    return get_format(policy.format).plan_table(policy, state, now=now, engine=target.engine)
+    planned = get_format(policy.format).plan_table(policy, state, now=now, engine=target.engine)
+    return planned if policy.catalog is None else replace(planned, identifier=policy.catalog)
 
 
 def build_plan(policies: Sequence[TablePolicy], states: Mapping[str, TableState | Exception], *,
@@ -135,7 +136,8 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
             path = resolve_catalog_path(policy.name, target.spark, any_format(target.spark))
         assert path is not None
         try:
-            return get_format(policy.format).read_state(TableLocation(path, target.storage_options), policy)
+            where = table_ref(path, target.storage_options, policy.catalog, target.catalogs)
+            return get_format(policy.format).read_state(where, policy)
         except TableReadError as e:
             return redact_error(_another_format(e, policy, path, target) or e)
     except CompactorError as e:
@@ -147,19 +149,19 @@ def read_state(policy: TablePolicy, target: Target) -> TableState | Exception:
 
 
 def _another_format(e: TableReadError, policy: TablePolicy, path: str, target: Target) -> TableReadError | None:
-    """A table that cannot be read as the policy's format because it is another one (its marker folder
-    says which, e.g. a table declared with the default format): say what it is and the ``format:`` that
-    reads it."""
-    from compactor.formats.discover import format_at
+    """A table that cannot be read as the policy's format because it is another one (what makes it a
+    table says which, e.g. a table declared with the default format): say what it is and the ``format:``
+    that reads it."""
+    from compactor.formats.discover import detect_at
 
     try:
-        found = format_at(path, target.storage_options)
+        found = detect_at(path, target.storage_options)
     except Exception:  # noqa: BLE001 - the read's own error stands
         return None
-    if found is None or found.name == policy.format:
+    if found is None or found.format == policy.format:
         return None
-    return TableReadError(f"{path}: not a {policy.format} table: it has {found.marker}, so it is a {found.name} "
-                          f"table; declare it with `format: {found.name}` in its policy ({policy.source})")
+    return TableReadError(f"{path}: not a {policy.format} table: it has {found.evidence}, so it is a {found.format} "
+                          f"table; declare it with `format: {found.format}` in its policy ({policy.source})")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from compactor.models.formats import generation
 from compactor.planning.vocabulary import action_classes, blocker_kinds, skip_reasons
 from compactor.policy.schema import load_schema
 
@@ -34,9 +35,14 @@ def fill(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-@functools.cache
 def plan_schema() -> dict[str, Any]:
-    """The schema plans of the current schema version are validated against (do not modify it)."""
+    """The schema plans of the current schema version are validated against (do not modify it), with the
+    words of the formats registered now (kept per registry generation)."""
+    return _plan_schema(generation())
+
+
+@functools.cache
+def _plan_schema(_generation: int) -> dict[str, Any]:
     return fill(copy.deepcopy(load_schema(NAME)))
 
 

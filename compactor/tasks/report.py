@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from compactor.formats import get_format
 from compactor.models.report import RunPoint, TableReport
-from compactor.models.table import TableLocation
+from compactor.models.table import TableLocation, table_ref
 from compactor.planning.explain import Advice, table_verdict
 from compactor.project.model import ProjectOptions
 
@@ -76,7 +76,7 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
           mine: list[RunResults]) -> None:
     """A readable table's files, partitions, log growth and history (``mine``: the runs that touched it)."""
     fmt = get_format(p.format)
-    where = TableLocation(p.path or p.name, compiled.target.storage_options)
+    where = table_ref(p.path or p.name, compiled.target.storage_options, p.catalog, compiled.target.catalogs)
     f = state.files
     rep.sizes_now = f.column("size_bytes").to_pylist()
     cols = [f.column(f"partition.{c}").to_pylist() for c in state.partition_columns]

@@ -79,12 +79,14 @@ def located_by_catalog(policy: TablePolicy) -> bool:
 def pinned_policies(policies: list[TablePolicy] | tuple[TablePolicy, ...], plan: Plan) -> list[TablePolicy]:
     """The tables of ``policies`` a catalog locates, at the locations (and in the formats) ``plan`` pins for
     them: a ``catalog:`` policy is its plan table of the same name, a discover over a catalog each plan table
-    named ``<policy>/<table>``. A table the plan does not hold is not applied (it has no action)."""
+    named ``<policy>/<table>``, with the identifier the plan records (none in a plan written before plans
+    recorded it: the table is then known by its pinned location alone). A table the plan does not hold is
+    not applied (it has no action)."""
     out: list[TablePolicy] = []
     for p in policies:
         if p.discover is not None:
-            out += [replace(p, name=t.name, path=t.path, format=t.format, discover=None) for t in plan.tables
-                    if t.name.startswith(f"{p.name}/")]
+            out += [replace(p, name=t.name, path=t.path, format=t.format, discover=None, catalog=t.identifier)
+                    for t in plan.tables if t.name.startswith(f"{p.name}/")]
         else:
             out += [replace(p, path=t.path, format=t.format) for t in plan.tables if t.name == p.name]
     return out

@@ -26,7 +26,7 @@ from compactor.models.events import (
 )
 from compactor.models.results import ActionResult
 from compactor.models.state import TableState
-from compactor.models.table import TableLocation
+from compactor.models.table import TableLocation, table_ref
 from compactor.planning.actions import Action, RewriteAction
 from compactor.planning.blockers import by_kind
 from compactor.planning.plan import Plan, TablePlan
@@ -93,7 +93,8 @@ class TableRun:
     location: TableLocation = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "location", TableLocation(self.table.path, self.target.storage_options))
+        object.__setattr__(self, "location", table_ref(self.table.path, self.target.storage_options,
+                                                       self.table.identifier, self.target.catalogs))
 
 
 def apply_table(env: TableRun, results: list[ActionResult]) -> bool:

@@ -105,6 +105,8 @@ def test_a_discover_over_glue_plans_the_matching_delta_tables_and_skips_iceberg(
         (skip,) = tables[n]["skipped"]
         assert skip["reason"] == "unsupported" and "Iceberg" in skip["message"] and not tables[n].get("error")
     assert tables["sales/orders_01"]["path"].endswith("/sales/orders_01")  # the serde path, not the placeholder
+    # each table's name in the catalog, which apply hands to its format (with the catalog's settings)
+    assert tables["sales/orders_01"]["identifier"] == {"catalog": "main", "namespace": "sales", "table": "orders_01"}
     r = _cli("apply", str(proj / "target" / "plan.json"), project=proj)
     assert r.returncode == 0, r.stdout + r.stderr
     results = json.loads((proj / "target" / "run_results.json").read_text())
@@ -141,5 +143,32 @@ tables:
     tables = {t["name"]: t for t in json.loads((proj / "target" / "plan.json").read_text())["tables"]}
     # customers_* are outside the discover test's globs: still small files here, whatever ran first
     assert tables["customers_3"]["path"].endswith("/sales/customers_3") and tables["customers_3"]["actions"]
+    assert tables["customers_3"]["identifier"] == {"catalog": "main", "namespace": "sales", "table": "customers_3"}
     (skip,) = tables["ice"]["skipped"]
     assert skip["reason"] == "unsupported" and "Iceberg" in skip["message"]
+
+
+def test_a_saved_plan_pinning_a_glue_table_without_its_identifier_still_applies(glue, tmp_path: Path) -> None:
+    """A plan written before plans recorded a catalog table's identifier pins the location (and the table id)
+    alone: it loads, and apply takes the table there without asking Glue."""
+    from compactor.planning.plan import plan_digest
+
+    proj = _project(tmp_path / "proj", glue.endpoint, """version: 1
+tables:
+  - name: customers_4
+    catalog: {name: main, namespace: sales}
+    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}
+""")
+    assert _cli("plan", project=proj).returncode == 0
+    plan = proj / "target" / "plan.json"
+    doc = json.loads(plan.read_text())
+    (table,) = doc["tables"]
+    assert table.pop("identifier") == {"catalog": "main", "namespace": "sales", "table": "customers_4"}
+    assert table["table_id"] and table["actions"]
+    doc.pop("digest")
+    doc["digest"] = plan_digest(doc)
+    plan.write_text(json.dumps(doc))
+    r = _cli("apply", str(plan), project=proj)
+    assert r.returncode == 0, r.stdout + r.stderr
+    results = json.loads((proj / "target" / "run_results.json").read_text())["results"]
+    assert [x["status"] for x in results] == ["success"] * len(table["actions"])

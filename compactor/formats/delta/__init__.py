@@ -107,7 +107,6 @@ class DeltaDuplicates:
 
 class DeltaFormat:
     name = "delta"
-    marker = "_delta_log"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = DeltaDuplicates()
     libraries: tuple[str, ...] = ("deltalake",)
     demo: DemoTable | None = DeltaDemo()

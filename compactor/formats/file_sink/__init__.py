@@ -34,7 +34,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class FileSinkFormat:
     name = "spark_file_sink"
-    marker = "_spark_metadata"  # as registered (compactor/models/formats.py; a test keeps them equal)
     duplicates: RepairsDuplicates | None = None  # a sink's manifest is replaced whole: no duplicate rewrites
     libraries: tuple[str, ...] = ()
     demo: DemoTable | None = FileSinkDemo()
