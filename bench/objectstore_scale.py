@@ -57,7 +57,7 @@ IN_PROCESS = textwrap.dedent("""
     import datetime as dt, json, statistics, sys, time
     import pyarrow as pa
     from deltalake import DeltaTable
-    from compactor.formats.delta.state import read_delta_state
+    from compactor.formats.delta.read.state import read_delta_state
     from compactor.models.table import TableLocation
     from compactor.policy.model import Compaction, TablePolicy, Triggers
     from compactor.project.model import Target

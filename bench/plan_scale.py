@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-from compactor.formats.delta.state import JEMALLOC_CONF
+from compactor.formats.delta.read.state import JEMALLOC_CONF
 
 PARTITIONS = 1000
 FILES_PER_COMMIT = 20_000
@@ -80,7 +80,7 @@ from compactor.tasks.plan import build_plan
 from compactor.tasks.plan_file import write_plan
 from compactor.policy.model import TablePolicy, Compaction
 from compactor.project.model import Target
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 state = read_delta_state(TableLocation(sys.argv[1]))
 policy = TablePolicy(name="t", path=sys.argv[1], compaction=Compaction(target_file_size=128 * 2**20, min_file_size=2**20))
@@ -106,7 +106,7 @@ def with_a_rewrite(table: Path) -> Path:
     """A copy of the synthetic table's log with one more commit: a compaction (dataChange false) of two
     files of one partition. The scan for rows live twice then parses and replays its whole window, as it
     does on any table compacted within its last 1,000 commits; on the table as built (appends only) no
-    commit may be a rewrite and the window is only read (formats/delta/detection.py, may_rewrite)."""
+    commit may be a rewrite and the window is only read (formats/delta/duplicates/detection.py, may_rewrite)."""
     path = table.with_name(table.name + "-rewrite")
     if (path / "_delta_log").exists():
         return path

@@ -1,5 +1,5 @@
 """What a VACUUM may delete, listed by compactor's deletion gate (its own log replay and one listing of the
-table: compactor/formats/delta/vacuum_listing.py) against delta-rs' full-mode VACUUM dry run, which compactor
+table: compactor/formats/delta/read/vacuum_listing.py) against delta-rs' full-mode VACUUM dry run, which compactor
 listed with before issue 36, on a table of many files.
 
     python bench/vacuum_listing.py build /tmp/vac --files 100000 --removed 20000
@@ -51,7 +51,7 @@ def listed(root: Path, side: str) -> int:
 
         return len(DeltaTable(str(root)).vacuum(retention_hours=0, dry_run=True, enforce_retention_duration=False,
                                                 full=True))
-    from compactor.formats.delta.vacuum_listing import vacuum_listing
+    from compactor.formats.delta.read.vacuum_listing import vacuum_listing
     from compactor.models.table import TableLocation
 
     return len(vacuum_listing(TableLocation(str(root)), 0).files)

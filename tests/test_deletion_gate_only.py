@@ -39,7 +39,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "engines/spark:SparkEngine._rewrite_bin": (1, "the _compactor_staging_ folder Spark wrote the bin's file into"),
     "engines/spark_class_archive:_unlink": (1, "compactor's own JVM class archive in the user's cache folder"),
     "tasks/demo:prepare_dir": (1, "the demo's own folder, made by `compactor demo`"),
-    "formats/delta/log_writer:_post_commit": (1, "delta-rs' cleanup of log files older than delta.logRetentionDuration "
+    "formats/delta/apply/log_writer:_post_commit": (1, "delta-rs' cleanup of log files older than delta.logRetentionDuration "
                                                  "after a checkpoint, as every Delta writer's post-commit hook "
                                                  "does (never a data file, never a commit the newest checkpoint "
                                                  "needs)"),

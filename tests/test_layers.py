@@ -158,7 +158,7 @@ def test_each_formats_plan_words_are_pure() -> None:
         if bad:
             found[spec.actions] = bad
     assert not found, found
-    assert _own_imports("compactor.formats.delta.actions", "compactor.formats.delta", set())  # the harness reads it
+    assert _own_imports("compactor.formats.delta.plan.actions", "compactor.formats.delta", set())  # the harness reads it
 
 
 #: the largest a module under compactor/ may grow
@@ -232,12 +232,12 @@ def test_the_format_branch_check_sees_a_branch(tmp_path: Path) -> None:
     """The harness itself: a comparison with a format name and an import of a format's package are found."""
     f = PACKAGE / "tasks" / "_probe_layers.py"
     try:
-        f.write_text('from compactor.formats.delta.plan import plan_delta_table\n'
+        f.write_text('from compactor.formats.delta.plan.planner import plan_delta_table\n'
                      'def kind(p):\n    return p.format == "spark_file_sink"\n')
         found = _format_branches(f, _format_names())
     finally:
         f.unlink()
-    assert any("imports compactor.formats.delta.plan" in b for b in found), found
+    assert any("imports compactor.formats.delta.plan.planner" in b for b in found), found
     assert any("'spark_file_sink'" in b for b in found), found
 
 

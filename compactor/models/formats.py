@@ -83,7 +83,7 @@ class FormatSpec:
 
 
 BUILT_IN: tuple[FormatSpec, ...] = (
-    FormatSpec("delta", "compactor.formats.delta", "compactor.formats.delta.actions",
+    FormatSpec("delta", "compactor.formats.delta", "compactor.formats.delta.plan.actions",
                "compactor.formats.delta.probe", ("_delta_log",),
                catalog_tables=True, catalog_providers=frozenset({"delta"})),
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "compactor.formats.file_sink.actions",

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.actions import VacuumAction
-from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.formats.delta.plan.actions import VacuumAction
+from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 from compactor.models.results import RunResults
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, Precondition

@@ -8,7 +8,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from compactor.engines.local import LocalEngine
-from compactor.formats.delta.log import commits_after
+from compactor.formats.delta.read.log import commits_after
 from compactor.models.events import BinsDone
 from compactor.models.table import TableLocation
 from compactor.project.model import Target

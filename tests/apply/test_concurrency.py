@@ -10,10 +10,10 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from compactor.engines.local import LocalEngine
-from compactor.formats.delta import commit as commit_mod
-from compactor.formats.delta import guard as delta_guard
-from compactor.formats.delta.commit import find_commit
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.apply import commit as commit_mod
+from compactor.formats.delta.apply import guard as delta_guard
+from compactor.formats.delta.apply.commit import find_commit
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
@@ -52,7 +52,7 @@ def test_a_compaction_committed_during_the_rewrite_makes_ours_stale(tmp_path: Pa
 
 def test_a_compaction_that_lands_inside_the_commit_window_makes_ours_stale(tmp_path: Path, monkeypatch) -> None:
     """The other tool commits after compactor's last re-check and before its commit: compactor writes its
-    commit only at a version it has checked (formats/delta/log_writer.py), so the version the other tool took
+    commit only at a version it has checked (formats/delta/apply/log_writer.py), so the version the other tool took
     is read, its removes found, and nothing of compactor's is committed: no rows live twice at all."""
     t = tmp_path / "t"
     n = make_table(t, partitions=1)
@@ -76,8 +76,7 @@ def test_post_commit_scan_repairs_a_compaction_that_lands_inside_delta_rs_commit
     """Where delta-rs writes compactor's commit (a store reached through a locking provider, a writer feature
     compactor's log writer does not know), the window is open: compactor's commit duplicates rows, finds it
     and repairs at once."""
-    from compactor.formats.delta import log_writer
-
+    from compactor.formats.delta.apply import log_writer
     t = tmp_path / "t"
     n = make_table(t, partitions=1)
     recheck = commit_mod.removed_since

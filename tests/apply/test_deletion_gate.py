@@ -1,5 +1,5 @@
 """Deletion is proved, not trusted (issue 36): every file compactor deletes is checked against what the
-table's log references right before the delete (runtime/deletion.py, formats/delta/references.py).
+table's log references right before the delete (runtime/deletion.py, formats/delta/read/references.py).
 
 The headline case is a user's: a table written by delta-spark with deletion vectors and change data feed
 on, files older than the retention, a policy with ``retention: {deleted_file_retention: 7d, vacuum:
@@ -23,7 +23,7 @@ from deltalake import DeltaTable, QueryBuilder
 from compactor.cli import cli
 from compactor.engines.spark import SparkEngine
 from compactor.formats.delta import FORMAT
-from compactor.formats.delta.references import references
+from compactor.formats.delta.read.references import references
 from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, Retention, TablePolicy, Vacuum
@@ -222,7 +222,7 @@ def _commit_adds(t: Path, version: int) -> list[str]:
 
 
 def _live_or_tombstoned(t: Path) -> set[str]:
-    from compactor.formats.delta.log_replay import replay
+    from compactor.formats.delta.read.log_replay import replay
 
     state = replay(TableLocation(str(t)))
     return {k[0] for k in state.live} | {k[0] for k in state.tombstones}

@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
 from compactor.cli import cli
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan

@@ -1,7 +1,7 @@
 """`retention.vacuum.dry_run_first`: a VACUUM deletes only files the reviewed plan lists.
 
 The plan lists the files a VACUUM would delete (compactor's own listing by the deletion gate's rule,
-formats/delta/vacuum_listing.py); apply lists them again
+formats/delta/read/vacuum_listing.py); apply lists them again
 first and deletes nothing unless the plan holds every one; the plan's list is in its precondition digest,
 so an edited list is an edited plan. Real delta-rs tables, the real CLI; the Spark side is in
 tests/engines/test_spark_engine.py."""
@@ -21,8 +21,8 @@ from deltalake import DeltaTable
 from rich.console import Console
 
 from compactor.cli import cli
-from compactor.formats.delta.actions import VacuumAction
-from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.formats.delta.plan.actions import VacuumAction
+from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 from compactor.models.events import ActionFinished
 from compactor.models.table import TableLocation
 from compactor.output.apply_render import ProgressPrinter

@@ -1,7 +1,7 @@
 """What a plan or an apply loads, measured where it costs: a command whose target runs no Spark loads
 pyarrow without numpy (45-60 ms of every plan and apply; compactor/runtime/pyarrow_numpy.py), one that
 may run Spark loads it as always, and a local apply of a table with string partition values never loads
-pyarrow.compute (30-50 ms of import for nothing it needs: formats/delta/state.py)."""
+pyarrow.compute (30-50 ms of import for nothing it needs: formats/delta/read/state.py)."""
 
 from __future__ import annotations
 

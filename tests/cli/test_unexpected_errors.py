@@ -113,7 +113,7 @@ def test_an_action_failing_unexpectedly_logs_no_traceback_without_debug(tmp_path
     plan_file = p / "target" / "plan.json"
     # a bug compactor has not met yet: the commit path raising something that is not a CompactorError
     # (injected in the CLI's own process; the table and engine are real)
-    boom = ("import sys, compactor.formats.delta.rewrite as run\n"
+    boom = ("import sys, compactor.formats.delta.apply.rewrite as run\n"
             "def boom(*a, **k):\n    raise RuntimeError('injected: no_such_column')\n"
             "run.commit_swap = boom\n"
             "from compactor.cli import main\nsys.argv = ['compactor'] + sys.argv[1:]\nmain()\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.tasks.plan_file import write_plan
 from tests.apply.helpers import exactly_once, make_table, on_disk_unreferenced, plan_for

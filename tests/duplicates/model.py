@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, analyse
-from compactor.formats.delta.log import Commit
-from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.formats.delta.duplicates.lineage import REPAIR_COPIES, REPAIR_OF, analyse
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal, propose
+from compactor.formats.delta.read.log import Commit
 
 Row = tuple[int, int]
 
@@ -141,7 +141,7 @@ class Log:
     # ------------------------------------------------------------------ repairs
 
     def content_check(self, plan: RepairProposal) -> str | None:
-        """What apply proves from the files before committing a repair (formats/delta/repair.py)."""
+        """What apply proves from the files before committing a repair (formats/delta/duplicates/repair.py)."""
         for a in plan.anomalies:  # (2) the excess files were not live before the anomaly (delta-rs' snapshot)
             c = self.commits[a]
             if c.info.get(REPAIR_OF) is None and any(p in self.live_at[a - 1] for v, p in plan.excess if v == a):

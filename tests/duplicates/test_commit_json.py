@@ -1,6 +1,6 @@
 """A commit's JSON lines read the same through compactor's fast path (orjson) as through Python's json,
 including what orjson refuses: NaN, Infinity, lone surrogates. Integers are exact to 64 bits (the Delta
-protocol's longs); beyond that orjson gives a float (documented in formats/delta/log.py)."""
+protocol's longs); beyond that orjson gives a float (documented in formats/delta/read/log.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor.formats.delta.log import _loads, parse_commit
+from compactor.formats.delta.read.log import _loads, parse_commit
 
 LINES = [
     '{"add":{"path":"p=1/a%20b.parquet","size":5,"modificationTime":1700000000000,"dataChange":true}}',
@@ -104,7 +104,7 @@ def test_a_raw_line_separator_in_a_value_does_not_split_the_line() -> None:
 
 
 def test_only_plain_paths_skip_the_parse() -> None:
-    from compactor.formats.delta.log import LoggedAction
+    from compactor.formats.delta.read.log import LoggedAction
 
     c = parse_commit(4, "\n".join([
         '{"add":{"path":"plain.parquet","size":1}}',
@@ -131,7 +131,7 @@ def test_a_commit_called_no_rewrite_parses_to_no_rewrite(lines: list) -> None:
     """detection.may_rewrite reads the raw text: whatever it calls safe (False) must parse to a commit that
     is no rewrite (no adds and removes, or one of them changes data), whatever the dataChange values (any
     JSON type), the key's spelling (escapes), the spacing or the other fields (a nested "dataChange" too)."""
-    from compactor.formats.delta.detection import may_rewrite
+    from compactor.formats.delta.duplicates.detection import may_rewrite
 
     text = []
     for kind, path, has_key, value, key, separators, ascii_only, extra in lines:

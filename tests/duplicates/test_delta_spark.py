@@ -11,10 +11,10 @@ import threading
 import time
 from pathlib import Path
 
-import compactor.formats.delta.commit as commit_mod
+import compactor.formats.delta.apply.commit as commit_mod
 from compactor.engines.local import LocalEngine
-from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.repair import detect
+from compactor.formats.delta.duplicates.repair import detect
+from compactor.formats.delta.read.log import read_commit
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
@@ -124,7 +124,7 @@ def test_optimize_committing_before_compactor_makes_compactor_stale(tmp_path: Pa
 def test_optimize_committing_inside_compactors_commit_window_makes_compactor_stale(tmp_path: Path, delta_spark,
                                                                                   monkeypatch) -> None:
     """OPTIMIZE lands after compactor's last re-check: compactor writes its commit only at a version it has
-    checked (formats/delta/log_writer.py), finds OPTIMIZE's removes there and commits nothing."""
+    checked (formats/delta/apply/log_writer.py), finds OPTIMIZE's removes there and commits nothing."""
     t = tmp_path / "t"
     n = _table(t)
     v0 = int(detect(TableLocation(str(t))).version)
@@ -148,8 +148,7 @@ def test_optimize_committing_inside_delta_rs_commit_window_is_reverted(tmp_path:
     """Where delta-rs writes compactor's commit (a locking provider, a writer feature compactor's log writer
     does not know), it does not refuse compactor's commit (it removes files OPTIMIZE removed), so the
     post-commit guard reverts compactor's commit at once."""
-    from compactor.formats.delta import log_writer
-
+    from compactor.formats.delta.apply import log_writer
     t = tmp_path / "t"
     n = _table(t)
     v0 = int(detect(TableLocation(str(t))).version)

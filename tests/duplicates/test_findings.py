@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.cli import cli
-from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.repair import readd_horizon_s, repair
+from compactor.formats.delta.duplicates.repair import readd_horizon_s, repair
+from compactor.formats.delta.read.log import read_commit
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
 from tests.apply.helpers import exactly_once, ids, make_table, one_table_project
@@ -104,7 +104,7 @@ def test_a_repair_whose_content_does_not_add_up_is_refused(tmp_path: Path) -> No
     rows (what a corrupted or hand-edited file looks like); nothing is committed."""
     import pyarrow.parquet as pq
 
-    from compactor.formats.delta.repair import detect
+    from compactor.formats.delta.duplicates.repair import detect
 
     t = tmp_path / "t"
     n = _duplicated(t)

@@ -13,8 +13,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.formats.delta import FORMAT, duplicate_facts, newest_duplicate_facts
-from compactor.formats.delta.detection import detect, may_rewrite, newest_window, read_window
-from compactor.formats.delta.facts import DuplicateFacts, delta_facts
+from compactor.formats.delta.duplicates.detection import detect, may_rewrite, newest_window, read_window
+from compactor.formats.delta.read.facts import DuplicateFacts, delta_facts
 from compactor.models.table import TableLocation
 from compactor.policy.model import TablePolicy
 
@@ -138,7 +138,7 @@ def test_a_window_of_data_changes_is_not_parsed_and_holds_no_anomaly(tmp_path: P
 def test_may_rewrite_is_true_wherever_an_action_may_say_it_changes_no_data(line: str, rewrite: bool) -> None:
     assert may_rewrite(line + "\n") is rewrite
     if not rewrite:  # what the parser reads agrees
-        from compactor.formats.delta.log import parse_commit
+        from compactor.formats.delta.read.log import parse_commit
 
         c = parse_commit(1, line + "\n")
         assert not c.adds or c.data_change

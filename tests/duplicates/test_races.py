@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.repair import detect
+from compactor.formats.delta.duplicates.repair import detect
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan

@@ -1,4 +1,4 @@
-"""The lineage replay (formats/delta/duplicates.py) and the repair proposal (repair_plan.py) on an
+"""The lineage replay (formats/delta/duplicates/lineage.py) and the repair proposal (repair_plan.py) on an
 in-memory log (tests/duplicates/model.py) whose oracle knows every file's rows: every scenario of the
 issue, and random histories of appends, deletes, updates, RESTOREs and racing compactions."""
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from compactor.formats.delta.duplicates import analyse
-from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.formats.delta.duplicates.lineage import analyse
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal, propose
 from tests.duplicates.model import Log, random_history
 
 

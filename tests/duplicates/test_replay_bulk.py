@@ -1,5 +1,5 @@
 """The duplicate scan applies an append (a commit that only adds and changes data) with whole-dict
-updates (formats/delta/duplicates.py ``_append``). Its lineage must equal the add-by-add replay's for
+updates (formats/delta/duplicates/lineage.py ``_append``). Its lineage must equal the add-by-add replay's for
 any sequence of commits: appends, RESTORE-style re-adds of removed files, rewrites that remove a file
 twice or re-add one, repairs naming anomalies. The fuzzer compares the two on real tables after every
 operation; here hypothesis drives arbitrary commit sequences over a few paths, where those cases are dense."""
@@ -11,8 +11,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, _analyse
-from compactor.formats.delta.log import Commit, LoggedAction
+from compactor.formats.delta.duplicates.lineage import REPAIR_COPIES, REPAIR_OF, _analyse
+from compactor.formats.delta.read.log import Commit, LoggedAction
 
 PATHS = [f"p={i % 2}/f{i}.parquet" for i in range(6)]
 

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from compactor.cli import cli
-from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.repair import detect, repair
+from compactor.formats.delta.duplicates.repair import detect, repair
+from compactor.formats.delta.read.log import read_commit
 from compactor.models.table import TableLocation
 from compactor.policy.schema import load_schema
 from compactor.project.model import Target
@@ -191,12 +191,12 @@ def test_three_compactions_of_the_same_files_converge_in_one_repair(tmp_path: Pa
 
 def test_two_repairs_racing_converge(tmp_path: Path, monkeypatch) -> None:
     """Two repairs planned on the same snapshot: the second finds the first's commit at the version it would
-    take, removing the same files, and commits nothing (StalePlanError; formats/delta/log_writer.py): no
+    take, removing the same files, and commits nothing (StalePlanError; formats/delta/apply/log_writer.py): no
     new duplicate, nothing lost. (Through delta-rs both committed, the second removing files already
     removed and re-adding files already live, and converged too.)"""
     import pytest
 
-    import compactor.formats.delta.repair as rep
+    import compactor.formats.delta.duplicates.repair as rep
     from compactor.errors import StalePlanError
 
     t = tmp_path / "t"

@@ -12,8 +12,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.errors import StalePlanError
-from compactor.formats.delta.commit import NewFile, RemovedFile, commit_swap, new_file_name
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.apply.commit import NewFile, RemovedFile, commit_swap, new_file_name
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from tests.apply.helpers import ids
 

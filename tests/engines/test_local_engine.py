@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.actions import SetPropertiesAction, VacuumAction
+from compactor.formats.delta.plan.actions import SetPropertiesAction, VacuumAction
+from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 from compactor.formats.delta.run import partition_filters
-from compactor.formats.delta.vacuum_listing import vacuum_candidates
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
     Action,

@@ -16,7 +16,7 @@ from compactor.engines.base import BinInput, BinJob, WrittenFile, inputs_at
 from compactor.engines.footer_check import column_problem
 from compactor.engines.local import LocalEngine
 from compactor.errors import VerificationError
-from compactor.formats.delta.rewrite import verify_footers
+from compactor.formats.delta.apply.rewrite import verify_footers
 from compactor.project.model import Target
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32())])

@@ -14,8 +14,8 @@ from deltalake import DeltaTable
 
 from compactor.engines.spark import SparkEngine
 from compactor.formats.delta import FORMAT
-from compactor.formats.delta.context import only_native_can
-from compactor.formats.delta.facts import delta_facts
+from compactor.formats.delta.apply.context import only_native_can
+from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.table import TableLocation
 from compactor.planning.actions import CompactAction, ZOrderAction
 from compactor.project.model import Target

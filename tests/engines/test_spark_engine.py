@@ -144,7 +144,7 @@ def test_refuses_dv_and_column_mapping(spark, copy_fixture, fixture: str, featur
     from compactor.errors import UnsupportedTableError
     from compactor.formats import get_format
     from compactor.formats.base import ActionContext
-    from compactor.formats.delta.state import read_delta_state
+    from compactor.formats.delta.read.state import read_delta_state
     from compactor.models.table import TableLocation
     from compactor.planning.actions import CompactAction
     from compactor.planning.plan import TablePlan

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from compactor.engines.footer_facts import check_written_schema
-from compactor.formats.delta.stats import MAX_STRING_STAT, footer_stats
+from compactor.formats.delta.apply.stats import MAX_STRING_STAT, footer_stats
 
 
 def test_footer_stats_follow_delta_rules(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 from compactor.models.results import ActionResult
 from compactor.models.table import TableLocation
 from compactor.project.model import Target

@@ -9,7 +9,7 @@ planned repair of rows another writer duplicated, compactions), and then the tab
 the oracle's rows, or, where compactor refused a repair it could not prove, every oracle row at least
 once with the refusal reported. Nothing compactor does may lose a row. After every operation, too, the
 duplicate scan's replay of the whole log with appends applied in bulk must equal the add-by-add replay
-(formats/delta/duplicates.py ``_append``), and what planning takes from the scan it runs while delta-rs
+(formats/delta/duplicates/lineage.py ``_append``), and what planning takes from the scan it runs while delta-rs
 loads (``newest_duplicate_facts``: not parsed at all when no commit may be a rewrite) must equal the
 scan after the load.
 
@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 
 from compactor.formats.delta import duplicate_facts, newest_duplicate_facts
-from compactor.formats.delta.detection import read_window
-from compactor.formats.delta.duplicates import _analyse
-from compactor.formats.delta.log_replay import replay
-from compactor.formats.delta.repair import detect
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.duplicates.detection import read_window
+from compactor.formats.delta.duplicates.lineage import _analyse
+from compactor.formats.delta.duplicates.repair import detect
+from compactor.formats.delta.read.log_replay import replay
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
@@ -76,7 +76,7 @@ def _replays_agree(table: Path) -> None:
     loc = TableLocation(str(table))
     from deltalake import DeltaTable
 
-    # the deletion gate's replay of the log (formats/delta/log_replay.py) finds the live files delta-rs finds
+    # the deletion gate's replay of the log (formats/delta/read/log_replay.py) finds the live files delta-rs finds
     assert {key[0] for key in replay(loc).live} == set(read_delta_state(loc).paths), \
         "compactor's log replay and delta-rs disagree on the live files"
     commits = read_window(loc, until=DeltaTable(str(table)).version(), horizon=1 << 20)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.planning.plan import Plan
 from compactor.policy.model import Compaction, TablePolicy, Triggers

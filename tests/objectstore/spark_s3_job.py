@@ -44,8 +44,8 @@ def run_query(spark, src: Path, out: str, checkpoint: str) -> None:
 
 def main(workdir: str, base: str, so_json: str) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from compactor.formats.delta.read.state import read_delta_state
     from compactor.formats.delta.spark import build_session
-    from compactor.formats.delta.state import read_delta_state
     from compactor.formats.file_sink.state import read_sink_state
     from compactor.models.table import TableLocation
     from compactor.policy.model import Compaction, Sink, TablePolicy, Triggers
@@ -121,8 +121,8 @@ def main(workdir: str, base: str, so_json: str) -> None:
     # ---- delta-spark's VACUUM on S3: its dry run lists, then the delete is given exactly those files
     from deltalake import DeltaTable
 
+    from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
     from compactor.formats.delta.spark import delta_sql_enabled
-    from compactor.formats.delta.vacuum_listing import vacuum_candidates
 
     obs["delta_sql"] = delta_sql_enabled(spark)
     from tests.apply.helpers import listed_vacuum, one_action_plan

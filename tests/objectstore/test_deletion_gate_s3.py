@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, QueryBuilder
 
-from compactor.formats.delta.log_replay import replay
+from compactor.formats.delta.read.log_replay import replay
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import Storage
 from compactor.tasks.apply import apply_plan

@@ -13,8 +13,8 @@ from deltalake import DeltaTable
 from compactor.engines.local import LocalEngine
 from compactor.errors import TableReadError
 from compactor.formats import get_format
-from compactor.formats.delta.log import commits_after, read_commit
-from compactor.formats.delta.vacuum_listing import vacuum_candidates
+from compactor.formats.delta.read.log import commits_after, read_commit
+from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 from compactor.formats.discover import discover_tables
 from compactor.models.table import TableLocation
 from compactor.runtime.journal import JOURNAL_PREFIX, ActionJournal, JournalEntry, pending_journals
@@ -165,7 +165,7 @@ def test_recover_folder_rule_on_the_store(store_root):
 def test_z_order_and_vacuum_on_the_store(store_root):
     import datetime as dt
 
-    from compactor.formats.delta.state import read_delta_state
+    from compactor.formats.delta.read.state import read_delta_state
     from compactor.planning.actions import ZOrderAction  # noqa: F401
     from compactor.policy.model import Compaction, TablePolicy, Triggers
     from compactor.tasks.plan import build_plan
@@ -291,7 +291,7 @@ def test_folder_markers_are_no_files_in_a_whole_table_listing(s3_server):
 
     import boto3
 
-    from compactor.formats.delta.vacuum_listing import _FOLDER_LISTINGS, present
+    from compactor.formats.delta.read.vacuum_listing import _FOLDER_LISTINGS, present
 
     uri, so = s3_server.uri(f"markers-{uuid.uuid4().hex[:8]}"), s3_server.storage_options
     s3 = boto3.client("s3", endpoint_url=so["AWS_ENDPOINT_URL"], region_name=so["AWS_REGION"],

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from compactor.formats.delta.facts import DeltaFacts, DeltaProtocol
+from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
 from compactor.models.state import TableState, files_table
 from compactor.planning.plan import digest_paths
 from compactor.policy.build import build_table

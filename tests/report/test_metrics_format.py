@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import CompactorError
-from compactor.formats.delta.actions import VacuumAction
+from compactor.formats.delta.plan.actions import VacuumAction
 from compactor.models.results import ActionResult, RunResults, compute_run_totals
 from compactor.output.metrics import write_metrics
 from compactor.planning.actions import CompactAction

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
-from compactor.formats.delta.log import read_commit
+from compactor.formats.delta.read.log import read_commit
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.runtime import faults

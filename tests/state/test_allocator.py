@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from compactor.formats.delta.state import JEMALLOC_CONF
+from compactor.formats.delta.read.state import JEMALLOC_CONF
 
 PROBE = """
 import os, sys
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 read_delta_state(TableLocation(sys.argv[1]))
 print(os.environ.get("_RJEM_MALLOC_CONF"))
@@ -41,7 +41,7 @@ def test_freed_pages_are_returned_unless_the_user_configured_jemalloc(table: str
 
 
 def test_too_late_once_deltalake_is_loaded() -> None:
-    code = ("import os, deltalake\nfrom compactor.formats.delta.state import configure_delta_rs_allocator\n"
+    code = ("import os, deltalake\nfrom compactor.formats.delta.read.state import configure_delta_rs_allocator\n"
             "print(configure_delta_rs_allocator(), os.environ.get('_RJEM_MALLOC_CONF'))")
     env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)

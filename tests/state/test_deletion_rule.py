@@ -1,5 +1,5 @@
 """The deletion gate's rule against delta-spark's own VACUUM (issue 36): for random logs, a file is deletable
-by compactor's rule (formats/delta/vacuum_listing.py) exactly when delta-spark's VACUUM DRY RUN names it
+by compactor's rule (formats/delta/read/vacuum_listing.py) exactly when delta-spark's VACUUM DRY RUN names it
 on the same table, except where compactor deliberately keeps more (named below, each checked).
 
 A history is written by hand as the protocol defines it (delta-spark reads it): appends, files removed with
@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compactor.formats.delta.vacuum_listing import stored_names, vacuum_listing
+from compactor.formats.delta.read.vacuum_listing import stored_names, vacuum_listing
 from compactor.models.table import TableLocation
 from tests.spark_tables import session_conf
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from compactor.policy.model import TablePolicy
 from compactor.project.model import Target

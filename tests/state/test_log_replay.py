@@ -1,4 +1,4 @@
-"""compactor's own replay of a Delta log (formats/delta/log_replay.py), which the deletion gate trusts
+"""compactor's own replay of a Delta log (formats/delta/read/log_replay.py), which the deletion gate trusts
 instead of another library's list: its live files equal delta-rs' on every table delta-rs reads (the
 fixture corpus, delta-rs tables with partition values that need escaping, with and without a checkpoint),
 deletion vector descriptors resolve as PROTOCOL.md's examples say, and what it cannot read with certainty
@@ -14,9 +14,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.log_paths import dv_file, z85_uuid
-from compactor.formats.delta.log_replay import replay
-from compactor.formats.delta.state import read_delta_state
+from compactor.formats.delta.read.log_paths import dv_file, z85_uuid
+from compactor.formats.delta.read.log_replay import replay
+from compactor.formats.delta.read.state import read_delta_state
 from compactor.models.table import TableLocation
 from tests.conftest import fixture_dirs
 

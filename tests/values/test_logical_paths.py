@@ -1,4 +1,4 @@
-"""The live files' paths as the log spells them -> as they are on storage (formats/delta/state.py
+"""The live files' paths as the log spells them -> as they are on storage (formats/delta/read/state.py
 ``_logical_paths``): exactly the paths holding a character outside delta-rs' safe set are URL-decoded,
 and those whose encoding delta-rs would not reproduce are reported. The function first looks at the
 array's bytes as a whole (no regular expression per path unless one may need it); these cases hold it to
@@ -13,7 +13,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compactor.formats.delta.state import DELTA_RS_SAFE, _logical_paths
+from compactor.formats.delta.read.state import DELTA_RS_SAFE, _logical_paths
 
 NEEDS_LOOK = re.compile(r"[^A-Za-z0-9/!$&'()+,\-.:;=@_~]")
 

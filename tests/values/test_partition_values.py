@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from compactor.formats.delta.log import read_commit
+from compactor.formats.delta.read.log import read_commit
 from compactor.models.table import TableLocation
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan

@@ -16,9 +16,9 @@ from compactor.formats.base import (
     TableFormat,
     TableSession,
 )
-from compactor.formats.delta.actions import SetPropertiesAction
 from compactor.formats.delta.demo import DeltaDemo
-from compactor.formats.delta.facts import DuplicateFacts, delta_facts
+from compactor.formats.delta.plan.actions import SetPropertiesAction
+from compactor.formats.delta.read.facts import DuplicateFacts, delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import Action, RewriteAction
@@ -27,8 +27,8 @@ from compactor.policy.model import TablePolicy
 
 if TYPE_CHECKING:  # the inspect, report and writer models are loaded by the commands that use them
     from compactor.engines.spark_needs import SparkNeeds
-    from compactor.formats.delta.detection import Detection
-    from compactor.formats.delta.log import Commit
+    from compactor.formats.delta.duplicates.detection import Detection
+    from compactor.formats.delta.read.log import Commit
     from compactor.formats.demo import DemoTable
     from compactor.models.inspect import ComparedSettings, InspectFindings
     from compactor.models.report import LogGrowth
@@ -40,7 +40,7 @@ def duplicate_facts(table: TableLocation, version: int | None,
                     known: Mapping[int, Commit] | None = None) -> DuplicateFacts:
     """For the planner: the rows live twice (reported per anomaly), the files holding their extra copies
     (never planned as compaction inputs) and the repair to plan first. ``known``: commits already parsed."""
-    from compactor.formats.delta.detection import detect
+    from compactor.formats.delta.duplicates.detection import detect
 
     try:
         found = detect(table, version=version, known=known)
@@ -68,7 +68,7 @@ def newest_duplicate_facts(table: TableLocation) -> tuple[int, DuplicateFacts] |
     it while delta-rs loads the table (which releases the GIL), and takes it when the state delta-rs read
     is at that version (the same window, read and replayed alike). None when the log cannot be listed or
     scanned here: ``duplicate_facts`` then runs after the load, and reports any error itself."""
-    from compactor.formats.delta.detection import detect, newest_window
+    from compactor.formats.delta.duplicates.detection import detect, newest_window
 
     window = newest_window(table)
     if window is None:
@@ -83,15 +83,15 @@ def newest_duplicate_facts(table: TableLocation) -> tuple[int, DuplicateFacts] |
 
 
 class DeltaDuplicates:
-    """Rows live twice (formats/delta/detection.py, repair.py): the RepairsDuplicates of format "delta"."""
+    """Rows live twice (formats/delta/duplicates/detection.py, repair.py): the RepairsDuplicates of format "delta"."""
 
     def repair_duplicates(self, table: TableLocation, *, horizon: int | None = None,
                           commit_metadata: Mapping[str, str] | None = None, dry_run: bool = False,
                           expected: object | None = None, fence: Callable[[], None] | None = None) -> RepairOutcome:
         """Repair the rows live twice (a repair.RepairResult; RepairError if they cannot be)."""
-        from compactor.formats.delta.detection import DEFAULT_HORIZON
-        from compactor.formats.delta.repair import repair
-        from compactor.formats.delta.repair_plan import RepairProposal
+        from compactor.formats.delta.duplicates.detection import DEFAULT_HORIZON
+        from compactor.formats.delta.duplicates.repair import repair
+        from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 
         if expected is not None and not isinstance(expected, RepairProposal):
             raise TypeError(f"expected: a RepairProposal, not {type(expected).__name__}")
@@ -100,7 +100,7 @@ class DeltaDuplicates:
 
     def removals_after(self, table: TableLocation, version: int) -> tuple[int, dict[str, list[int]]]:
         """(last version, {path: versions that removed it}) of the commits after ``version`` (the watch)."""
-        from compactor.formats.delta.detection import removals_after
+        from compactor.formats.delta.duplicates.detection import removals_after
 
         return removals_after(table, version)
 
@@ -118,10 +118,10 @@ class DeltaFormat:
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
-        from compactor.formats.delta.retention import vacuum_retention_hours
-        from compactor.formats.delta.session import DeltaSession
-        from compactor.formats.delta.state import read_delta_state
-        from compactor.formats.delta.vacuum_listing import vacuum_candidates
+        from compactor.formats.delta.apply.session import DeltaSession
+        from compactor.formats.delta.plan.retention import vacuum_retention_hours
+        from compactor.formats.delta.read.state import read_delta_state
+        from compactor.formats.delta.read.vacuum_listing import vacuum_candidates
 
         planning = policy is not None and policy.enabled and session is None
         early: tuple[int, DuplicateFacts] | None = None
@@ -146,12 +146,12 @@ class DeltaFormat:
         return state if facts is state.extra else replace(state, extra=facts)
 
     def plan_table(self, policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
-        from compactor.formats.delta.plan import plan_delta_table
+        from compactor.formats.delta.plan.planner import plan_delta_table
 
         return plan_delta_table(policy, state, now=now, engine=engine)
 
     def unsupported(self, state: TableState, engine: str) -> str | None:
-        from compactor.formats.delta.support import unsupported_reason
+        from compactor.formats.delta.plan.support import unsupported_reason
 
         return unsupported_reason(state, engine)
 
@@ -174,8 +174,8 @@ class DeltaFormat:
         return run_group(actions, ctx)
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
-        from compactor.formats.delta.native import written_by_delta_rs
-        from compactor.formats.delta.references import references
+        from compactor.formats.delta.apply.native import written_by_delta_rs
+        from compactor.formats.delta.read.references import references
         from compactor.runtime.journal import recover
 
         # every file the log references now, every tombstone counted (no retention: that is VACUUM's), and
@@ -184,7 +184,7 @@ class DeltaFormat:
                        storage_options=table.storage_options, engine_wrote=written_by_delta_rs)
 
     def open_session(self, table: TableLocation) -> TableSession:
-        from compactor.formats.delta.session import DeltaSession
+        from compactor.formats.delta.apply.session import DeltaSession
 
         return DeltaSession(table)
 
@@ -194,7 +194,7 @@ class DeltaFormat:
         return state
 
     def state_at(self, table: TableLocation, version: int) -> TableState | None:
-        from compactor.formats.delta.state import read_delta_state
+        from compactor.formats.delta.read.state import read_delta_state
 
         return read_delta_state(table, version=version)
 

@@ -3,7 +3,7 @@ when the writers' auto compaction races compactor."""
 
 from __future__ import annotations
 
-from compactor.formats.delta.detection import DEFAULT_HORIZON, detect
+from compactor.formats.delta.duplicates.detection import DEFAULT_HORIZON, detect
 from compactor.models.inspect import InspectFindings
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation

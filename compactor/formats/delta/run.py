@@ -3,8 +3,8 @@
 Rewrites (compact, sort) go through one pipeline on both engines: a journal names every output before
 anything is written, the engine writes exactly one file per planned bin, rows are verified from the
 parquet footers (rows removed == rows added, per bin) before anything is committed, one dataChange=false
-commit swaps the files (formats/delta/commit.py), and the overlap guard undoes the commit at once if a
-concurrent compaction removed the same inputs (formats/delta/guard.py).
+commit swaps the files (formats/delta/apply/commit.py), and the overlap guard undoes the commit at once if a
+concurrent compaction removed the same inputs (formats/delta/apply/guard.py).
 
 Z-order uses delta-rs' optimize on the local engine (compactor has no z-order curve of its own) and
 delta-spark OPTIMIZE ZORDER BY on the spark engine. ``method: optimize`` (or ``auto`` when the Delta
@@ -24,12 +24,17 @@ from compactor.errors import (
     UnsupportedTableError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta.actions import RepairAction, SetPropertiesAction, VacuumAction
-from compactor.formats.delta.context import REWRITE_GROUP, group_key, uses_native
-from compactor.formats.delta.maintenance import set_properties, vacuum
-from compactor.formats.delta.native import native_optimize, native_optimize_group, partition_filters, z_order_delta_rs
-from compactor.formats.delta.rewrite import rewrite_group
-from compactor.formats.delta.support import unsupported_reason
+from compactor.formats.delta.apply.context import REWRITE_GROUP, group_key, uses_native
+from compactor.formats.delta.apply.maintenance import set_properties, vacuum
+from compactor.formats.delta.apply.native import (
+    native_optimize,
+    native_optimize_group,
+    partition_filters,
+    z_order_delta_rs,
+)
+from compactor.formats.delta.apply.rewrite import rewrite_group
+from compactor.formats.delta.plan.actions import RepairAction, SetPropertiesAction, VacuumAction
+from compactor.formats.delta.plan.support import unsupported_reason
 from compactor.planning.actions import Action, RewriteAction, ZOrderAction
 
 log = logging.getLogger(__name__)
@@ -37,7 +42,7 @@ log = logging.getLogger(__name__)
 
 def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     if isinstance(action, RepairAction):
-        from compactor.formats.delta.repair_action import run_repair
+        from compactor.formats.delta.duplicates.repair_action import run_repair
 
         return run_repair(action, ctx)
     if isinstance(action, VacuumAction):
@@ -72,10 +77,10 @@ def _recorded_vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     deleted and from how many folders)."""
     import time
 
-    from compactor.formats.delta.commit import MARKER
-    from compactor.formats.delta.context import handle
-    from compactor.formats.delta.log_writer import empty_commit, vacuum_end, vacuum_start
-    from compactor.formats.delta.retention import DELETED, parse_interval
+    from compactor.formats.delta.apply.commit import MARKER
+    from compactor.formats.delta.apply.context import handle
+    from compactor.formats.delta.apply.log_writer import empty_commit, vacuum_end, vacuum_start
+    from compactor.formats.delta.plan.retention import DELETED, parse_interval
 
     began = int(time.time() * 1000)
     outcome = vacuum(action, ctx)

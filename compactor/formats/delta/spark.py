@@ -1,7 +1,7 @@
 """Delta Lake in a Spark session: what its tables need of one (the delta-spark jars the way users load
 them, ``configure_spark_with_delta_pip``, Delta's SQL extension and catalog), whether a session runs Delta
 SQL, and the VACUUM compactor runs through the spark engine's neutral primitives (``SqlEngine``:
-formats/delta/context.py). The engine knows none of it: the session builder is handed ``spark_needs``."""
+formats/delta/apply/context.py). The engine knows none of it: the session builder is handed ``spark_needs``."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ first touched it. What that takes out of the table is exactly the anomalies' ``e
 
     rows(remove) == rows(restore) + sum over anomalies of rows(excess)            (1)
 
-apply proves (1) on the files' contents before it commits (formats/delta/repair.py), checks against
+apply proves (1) on the files' contents before it commits (formats/delta/duplicates/repair.py), checks against
 delta-rs' own snapshot of the version before each anomaly that its excess files were indeed not live
 then (2), and, for each excess file in ``checked``, that its rows still have their other copy in
 ``keep`` (3): the live files the commit that first consumed it rewrote them into, through rewrites only.
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from compactor.formats.delta.duplicates import REPAIR_OF, Anomaly, Lineage
+from compactor.formats.delta.duplicates.lineage import REPAIR_OF, Anomaly, Lineage
 
 
 @dataclass(frozen=True)

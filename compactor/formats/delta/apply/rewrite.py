@@ -1,6 +1,6 @@
 """compactor's own rewrite of a commit group (both engines): journal, one output per bin, footer
-verification, the pre-commit checks and one dataChange=false commit (formats/delta/commit.py), the overlap
-guard after it (formats/delta/guard.py). The next group's bins are rewritten while this one commits."""
+verification, the pre-commit checks and one dataChange=false commit (formats/delta/apply/commit.py), the overlap
+guard after it (formats/delta/apply/guard.py). The next group's bins are rewritten while this one commits."""
 
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from compactor.errors import (
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta import guard
-from compactor.formats.delta.commit import (
+from compactor.formats.delta.apply import guard
+from compactor.formats.delta.apply.commit import (
     MARKER,
     NewFile,
     RemovedFile,
@@ -34,7 +34,7 @@ from compactor.formats.delta.commit import (
     refuse_if_table_changed,
     removed_since,
 )
-from compactor.formats.delta.context import (
+from compactor.formats.delta.apply.context import (
     REWRITE_GROUP,
     data_schema,
     group_key,
@@ -42,11 +42,11 @@ from compactor.formats.delta.context import (
     planned_inputs,
     refuse_unrewritable,
 )
-from compactor.formats.delta.log import Commit
-from compactor.formats.delta.references import references
-from compactor.formats.delta.session import DeltaSession, session_of
-from compactor.formats.delta.settle import check_commit, discard_uncommitted
-from compactor.formats.delta.stats import delta_stats
+from compactor.formats.delta.apply.session import DeltaSession, session_of
+from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
+from compactor.formats.delta.apply.stats import delta_stats
+from compactor.formats.delta.read.log import Commit
+from compactor.formats.delta.read.references import references
 from compactor.models.results import ActionDetails, CommitReverted
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (

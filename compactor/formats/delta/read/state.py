@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.facts import DeltaFacts, DeltaProtocol
+from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path

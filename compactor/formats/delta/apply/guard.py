@@ -4,7 +4,7 @@ delta-rs 1.6 lets two dataChange=false commits remove the same files, so two com
 files both commit and every row of them is live twice. After compactor commits a rewrite it reads the
 commits between its read version and its own: if one of them removed a file compactor also removed,
 compactor's commit is the later one, the duplicate, and is reverted at once by the general repair
-(formats/delta/repair.py): one dataChange=false commit removes compactor's outputs (and anything that
+(formats/delta/duplicates/repair.py): one dataChange=false commit removes compactor's outputs (and anything that
 rewrote them since) and re-adds those of its inputs that no other commit removed (they are still on
 storage until VACUUM, and copied under a new name when VACUUM may already delete them), so every row
 is live exactly once again, after the same content proof as every repair. The case where the other
@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from compactor.errors import ApplyError
-from compactor.formats.delta.log import Commit, commits_after, read_commit
+from compactor.formats.delta.read.log import Commit, commits_after, read_commit
 from compactor.models.table import TableLocation
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,8 @@ def undo_commit(table: TableLocation, own: Commit, removed_by_others: Mapping[st
     """Revert ``own``, which removed ``removed_by_others`` again (its rows are live twice): the one repair
     apply makes without a plan listing it, and only when the repair derived from the log answers exactly
     this commit (the same content proof as every repair). Returns the repair commit."""
-    from compactor.formats.delta.detection import detect
-    from compactor.formats.delta.repair import execute
+    from compactor.formats.delta.duplicates.detection import detect
+    from compactor.formats.delta.duplicates.repair import execute
 
     start = min(removed_by_others.values()) if removed_by_others else own.version
     found = detect(table, start=start)

@@ -31,8 +31,8 @@ from urllib.parse import quote, unquote
 
 from compactor import __version__
 from compactor.errors import StalePlanError
-from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.state import DELTA_RS_SAFE
+from compactor.formats.delta.read.log import read_commit
+from compactor.formats.delta.read.state import DELTA_RS_SAFE
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import storage_for
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
-from compactor.formats.delta.commit import MARKER, commit_properties, find_commit
-from compactor.formats.delta.detection import (  # noqa: F401 - the names callers import from here
+from compactor.formats.delta.apply.commit import MARKER, commit_properties, find_commit
+from compactor.formats.delta.duplicates.detection import (  # noqa: F401 - the names callers import from here
     DEFAULT_HORIZON,
     Detection,
     detect,
@@ -26,13 +26,13 @@ from compactor.formats.delta.detection import (  # noqa: F401 - the names caller
     log_rows,
     removals_after,
 )
-from compactor.formats.delta.duplicates import REPAIR_COPIES, REPAIR_OF, Lineage
-from compactor.formats.delta.log import commits_after
-from compactor.formats.delta.repair_content import ContentCheck, excess_live_before
-from compactor.formats.delta.repair_plan import RepairProposal
-from compactor.formats.delta.repair_result import RepairResult
-from compactor.formats.delta.retention import DELETED, parse_interval
-from compactor.formats.delta.support import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.duplicates.lineage import REPAIR_COPIES, REPAIR_OF, Lineage
+from compactor.formats.delta.duplicates.repair_content import ContentCheck, excess_live_before
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal
+from compactor.formats.delta.duplicates.repair_result import RepairResult
+from compactor.formats.delta.plan.retention import DELETED, parse_interval
+from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.read.log import commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -144,7 +144,7 @@ def _live_at(table: TableLocation, version: int) -> set[str]:
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    from compactor.formats.delta.state import _logical_paths
+    from compactor.formats.delta.read.state import _logical_paths
 
     old = DeltaTable(table.uri, storage_options=dict(table.storage_options or {}) or None, version=version)
     col = pa.chunked_array(old.get_add_actions(flatten=True).column("path"))
@@ -173,7 +173,7 @@ def execute(table: TableLocation, detection: Detection, *,
     from deltalake import DeltaTable
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.formats.delta.stats import footer_stats
+    from compactor.formats.delta.apply.stats import footer_stats
 
     uri = table.uri
     so = dict(table.storage_options or {}) or None
@@ -252,10 +252,10 @@ def execute(table: TableLocation, detection: Detection, *,
 
 def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
             extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None]) -> None:
-    """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/log_writer.py)."""
+    """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py)."""
     from deltalake.transaction import AddAction
 
-    from compactor.formats.delta.log_writer import add_action, remove_action, repair, write_commit
+    from compactor.formats.delta.apply.log_writer import add_action, remove_action, repair, write_commit
 
     removes = [a for a in actions if not isinstance(a, AddAction)]
     adds = [a for a in actions if isinstance(a, AddAction)]

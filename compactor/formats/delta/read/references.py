@@ -18,7 +18,7 @@ A file under the table root may be deleted only when all of these hold (delta-sp
   never counts those).
 
 ``DeltaReferences`` is the gate (runtime/deletion.py): before a delete it reads the commits made since its
-replay and judges every listed file against the table as it is then. formats/delta/vacuum_listing.py lists
+replay and judges every listed file against the table as it is then. formats/delta/read/vacuum_listing.py lists
 the table once and applies the same rule, so a plan's VACUUM list and apply's delete agree."""
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import bisect
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from compactor.formats.delta.log import read_commit
-from compactor.formats.delta.log_paths import dv_uuid_of, relative_to_root
-from compactor.formats.delta.log_replay import LogListing, Replay, advance, list_log, replay
+from compactor.formats.delta.read.log import read_commit
+from compactor.formats.delta.read.log_paths import dv_uuid_of, relative_to_root
+from compactor.formats.delta.read.log_replay import LogListing, Replay, advance, list_log, replay
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import storage_for
 

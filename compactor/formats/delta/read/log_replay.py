@@ -1,13 +1,13 @@
 """compactor's own replay of a Delta log: which files the table references, read from the log itself.
 
-Every deletion compactor makes is proved against this replay (formats/delta/references.py), never against
+Every deletion compactor makes is proved against this replay (formats/delta/read/references.py), never against
 a list another library computed: delta-rs' VACUUM dry run names a live file's deletion vector as an orphan,
 for example (issue 36). The replay reads the newest complete checkpoint (classic, multi-part, or v2 with its
 sidecars, in JSON or Parquet) and the JSON commits after it, and reconciles them as the protocol does: a
 file action is keyed by its path and its deletion vector's unique id; an add makes its key live and drops
 its tombstone, a remove makes it a tombstone (with its ``deletionTimestamp``) and drops it from the live set.
 
-A file action names up to two files, its data file and its deletion vector's (formats/delta/log_paths.py
+A file action names up to two files, its data file and its deletion vector's (formats/delta/read/log_paths.py
 says where each points). Paths are kept decoded and relative to the table root, as storage lists them; one
 outside the root stays absolute (nothing under the root is it).
 
@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.log import Commit, read_commit
-from compactor.formats.delta.log_paths import DeletionVectorFile, dv_file, relative_to_root
+from compactor.formats.delta.read.log import Commit, read_commit
+from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import Storage, StorageError, storage_for
 

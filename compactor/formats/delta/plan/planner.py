@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from compactor.formats.delta.actions import (
+from compactor.formats.delta.plan.actions import (
     NATIVE_OPTIMIZE,
     DeltaSkipReason,
     RepairAction,
@@ -18,8 +18,7 @@ from compactor.formats.delta.actions import (
     VacuumAction,
     duplicate_blocker,
 )
-from compactor.formats.delta.facts import delta_facts
-from compactor.formats.delta.retention import (
+from compactor.formats.delta.plan.retention import (
     DEFAULTS,
     DELETED,
     LOG,
@@ -27,7 +26,8 @@ from compactor.formats.delta.retention import (
     parse_interval,
     vacuum_retention_hours,
 )
-from compactor.formats.delta.support import native_possible, unsupported_reason
+from compactor.formats.delta.plan.support import native_possible, unsupported_reason
+from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition
 from compactor.planning.explain import NEEDS
@@ -152,7 +152,7 @@ def plan_retention(retention: Retention, state: TableState) -> tuple[list[Action
 
 
 def _repair_action(state: TableState) -> RepairAction | None:
-    """The repair of rows live twice (formats/delta/repair_plan.py), first among the table's actions: a
+    """The repair of rows live twice (formats/delta/duplicates/repair_plan.py), first among the table's actions: a
     repair is applied only from a plan that lists it."""
     dup = delta_facts(state).duplicates
     proposal = dup.proposal

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactor.formats.delta.log import Commit
+from compactor.formats.delta.read.log import Commit
 from compactor.models.duplicates import DuplicateReport
 from compactor.runtime.gc_pause import gc_paused
 
@@ -258,7 +258,7 @@ def _analyse(commits: Iterable[Commit], *, bulk_appends: bool = True) -> Lineage
             _set(carries, p, passed | own | (carries.get(p, frozenset()) if was_removed else frozenset()))
         if is_repair and not strays:
             # compactor proved, from the files' contents, that this commit took out exactly the named
-            # anomalies' extra rows (formats/delta/repair.py): the live files that still name them hold no
+            # anomalies' extra rows (formats/delta/duplicates/repair.py): the live files that still name them hold no
             # extra row. The files it removed keep what they carry: a RESTORE to before the repair brings
             # the extra rows back with them.
             for p in [p for p, ids in carries.items() if ids & names and p in live]:

@@ -4,7 +4,7 @@ them again on the state it commits against; apply imports this, not the planner.
 
 from __future__ import annotations
 
-from compactor.formats.delta.facts import delta_facts
+from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 
 #: writer features delta-rs 1.6 cannot write (its commits would corrupt or be refused)

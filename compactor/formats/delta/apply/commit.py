@@ -1,5 +1,5 @@
 """The one commit path for compactor's Delta rewrites: a dataChange=false swap, written to the log as
-delta-spark records an OPTIMIZE (formats/delta/log_writer.py; through delta-rs where compactor cannot write
+delta-spark records an OPTIMIZE (formats/delta/apply/log_writer.py; through delta-rs where compactor cannot write
 the commit itself).
 
 Right before committing, the commits since the read version are read (only those, never a log replay):
@@ -8,7 +8,7 @@ carries compactor's metadata (run id, action marker), by which it is found again
 
 Paths given here are logical (decoded): the log writer encodes them as delta-rs' create_write_transaction
 does (log_writer.log_path), so a remove names its add exactly.
-Partition values are strings in the Delta protocol's serialisation (formats/delta/state.py).
+Partition values are strings in the Delta protocol's serialisation (formats/delta/read/state.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError
-from compactor.formats.delta.log import Commit, commits_after
+from compactor.formats.delta.read.log import Commit, commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime.faults import crash_point
 
@@ -56,7 +56,7 @@ def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
     delta-rs and compactor's own log reader see) and as ``userMetadata``, a JSON string, which is the
     one field of commitInfo that delta-spark's ``DESCRIBE HISTORY`` shows besides its own (measured:
     custom top-level keys are dropped by delta-spark's CommitInfo). Only for commits delta-rs writes
-    (formats/delta/log_writer.py's fallback), which `DESCRIBE HISTORY` shows as WRITE/Append."""
+    (formats/delta/apply/log_writer.py's fallback), which `DESCRIBE HISTORY` shows as WRITE/Append."""
     import json
 
     from deltalake.transaction import CommitProperties
@@ -132,13 +132,13 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 fence: Callable[[], None] | None = None, partitions: Sequence[Mapping[str, str | None]] = (),
                 z_order_by: Sequence[str] = ()) -> Commit:
     """One dataChange=false commit: add ``added``, remove ``removed``, recorded as an OPTIMIZE of
-    ``partitions`` (formats/delta/log_writer.py). ``table`` is a DeltaTable handle of the table (at
+    ``partitions`` (formats/delta/apply/log_writer.py). ``table`` is a DeltaTable handle of the table (at
     ``read_version`` or later), ``where`` its location. Right before it, in this order (docs/safety.md): no
     input removed since ``read_version``, no metaData or protocol change since, every added file on storage,
     the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.formats.delta.log_writer import add_action, optimize, remove_action, write_commit
+    from compactor.formats.delta.apply.log_writer import add_action, optimize, remove_action, write_commit
 
     gone = removed_since(where, read_version, [r.path for r in removed])
     if gone:
@@ -186,12 +186,12 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     """Undo compactor's own swap ``own``: remove the files it added, re-add the files it removed (still
     on storage: their tombstones are seconds old) except those another commit removed first (that
     commit holds their rows). Marked as a repair of ``own`` so that the duplicate replay
-    (formats/delta/duplicates.py) reads it as what it is, not as a re-add."""
+    (formats/delta/duplicates/lineage.py) reads it as what it is, not as a re-add."""
     others = removed_since(where, read_version, [r.path for r in removed])
     removed = [r for r in removed if others.get(r.path, own.version) >= own.version]
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.formats.delta.stats import footer_stats
+    from compactor.formats.delta.apply.stats import footer_stats
     from compactor.runtime.paths import filesystem, join
 
     lost = missing_outputs(where, [r.path for r in removed])
@@ -216,7 +216,7 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
                                        partition_by=list(table.metadata().partition_columns),
                                        commit_properties=commit_properties(meta))
 
-    from compactor.formats.delta.log_writer import add_action, remove_action, repair, write_commit
+    from compactor.formats.delta.apply.log_writer import add_action, remove_action, repair, write_commit
 
     restore = [add_action(a.path, a.size, a.partition_values, a.stats, now) for a in actions
                if isinstance(a, AddAction)]

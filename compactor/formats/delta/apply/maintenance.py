@@ -13,12 +13,12 @@ from compactor.errors import (
     ApplyError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta.actions import SetPropertiesAction, VacuumAction
-from compactor.formats.delta.context import check_writable, fence, handle
-from compactor.formats.delta.retention import DELETED, parse_interval
+from compactor.formats.delta.apply.context import check_writable, fence, handle
+from compactor.formats.delta.plan.actions import SetPropertiesAction, VacuumAction
+from compactor.formats.delta.plan.retention import DELETED, parse_interval
+from compactor.formats.delta.read.vacuum_listing import VacuumListing, present, stored_names, vacuum_listing
 from compactor.formats.delta.spark import delta_sql_available, native_commits_safe, vacuum_files
 from compactor.formats.delta.spark import vacuum_listing as spark_vacuum_listing
-from compactor.formats.delta.vacuum_listing import VacuumListing, present, stored_names, vacuum_listing
 from compactor.models.results import ActionDetails
 from compactor.runtime.deletion import Deletion, delete_proved
 from compactor.runtime.faults import crash_point
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 def vacuum(action: VacuumAction, ctx: ActionContext) -> ActionOutcome:
     """VACUUM the table at the plan's retention. The files it may delete are listed by compactor's own rule
-    (formats/delta/references.py: its replay of the log and one listing of the table), and only listed files
+    (formats/delta/read/references.py: its replay of the log and one listing of the table), and only listed files
     are deleted, each proved unreferenced again right before the delete (the gate, runtime/deletion.py). With
     ``dry_run_first`` (the default) nothing is deleted unless every listed file is in the reviewed plan's list
     (``unreviewed``). delta-spark's VACUUM, where it runs, is given as its inventory only the files its own

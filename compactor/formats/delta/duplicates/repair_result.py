@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 from compactor.models.duplicates import DuplicateReport, LogWindow
 
 

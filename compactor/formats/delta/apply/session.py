@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class PendingWork(Protocol):
-    """Work prepared ahead for an action that may not run (formats/delta/rewrite.py, PendingGroup)."""
+    """Work prepared ahead for an action that may not run (formats/delta/apply/rewrite.py, PendingGroup)."""
 
     def discard(self) -> None: ...
 
@@ -61,7 +61,7 @@ class DeltaSession:
             else:
                 self.table.update_incremental()
         except Exception as e:  # noqa: BLE001 - delta-rs raises several types
-            from compactor.formats.delta.state import _reason
+            from compactor.formats.delta.read.state import _reason
 
             raise TableReadError(f"{self.location.uri}: {_reason(self.location.uri, e)}") from None
         return self.table

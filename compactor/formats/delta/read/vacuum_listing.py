@@ -1,4 +1,4 @@
-"""What a VACUUM may delete now, by the deletion gate's own rule (formats/delta/references.py): one listing
+"""What a VACUUM may delete now, by the deletion gate's own rule (formats/delta/read/references.py): one listing
 of the table, judged against compactor's replay of the log. The plan lists these files for review; apply
 lists them again, and deletes only those the gate still passes right before the delete."""
 
@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from compactor.formats.delta.log_replay import list_log, replay
-from compactor.formats.delta.references import DeltaReferences
+from compactor.formats.delta.read.log_replay import list_log, replay
+from compactor.formats.delta.read.references import DeltaReferences
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
 from compactor.runtime.storage import ObjectInfo, storage_for

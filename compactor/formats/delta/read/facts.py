@@ -12,12 +12,12 @@ from compactor.models.duplicates import DuplicateReport
 from compactor.models.state import TableState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from compactor.formats.delta.repair_plan import RepairProposal
+    from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 
 
 @dataclass(frozen=True)
 class DuplicateFacts:
-    """Rows live twice, as `compactor plan` found them (formats/delta/repair.py, detect)."""
+    """Rows live twice, as `compactor plan` found them (formats/delta/duplicates/repair.py, detect)."""
 
     #: one report per anomaly (the plan's ``duplicate_rewrite``)
     reports: tuple[DuplicateReport, ...] = ()

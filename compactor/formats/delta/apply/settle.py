@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from compactor.errors import VerificationError
 from compactor.formats.base import ActionOutcome
-from compactor.formats.delta.commit import find_commit
-from compactor.formats.delta.log import Commit, num_records
-from compactor.formats.delta.references import references
+from compactor.formats.delta.apply.commit import find_commit
+from compactor.formats.delta.read.log import Commit, num_records
+from compactor.formats.delta.read.references import references
 from compactor.models.table import TableLocation
 from compactor.runtime.deletion import delete_proved
 from compactor.runtime.storage import storage_for

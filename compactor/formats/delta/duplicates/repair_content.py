@@ -1,4 +1,4 @@
-"""The content proof a repair must pass before it commits (formats/delta/repair_plan.py, checks (1)-(3)).
+"""The content proof a repair must pass before it commits (formats/delta/duplicates/repair_plan.py, checks (1)-(3)).
 
 Rows are compared as exact multisets: every column of every file (floats by their bit pattern, so
 -0.0, 0.0 and each NaN payload stay distinct), plus the file's partition values as the log spells them.
@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 
 #: reads one file's rows: path -> a pyarrow Table (raises FileNotFoundError when the file is gone)
 Reader = Callable[[str], Any]

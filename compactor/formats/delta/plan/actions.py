@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
-from compactor.formats.delta.retention import declared_properties, vacuum_retention_hours
+from compactor.formats.delta.plan.retention import declared_properties, vacuum_retention_hours
 from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import SHARED_ACTIONS, Action, ActionRow, digest_paths
 from compactor.planning.blocker_kinds import BlockerKind
@@ -28,13 +28,13 @@ class VacuumAction(Action):
     """VACUUM a Delta table: delete files it no longer references, older than ``retention_hours``."""
 
     type: ClassVar[str] = "vacuum"
-    #: a dry run lists what it would delete (formats/delta/maintenance.py), deleting nothing
+    #: a dry run lists what it would delete (formats/delta/apply/maintenance.py), deleting nothing
     runs_in_dry_run: ClassVar[bool] = True
     retention_hours: int = field(metadata={"schema": _NOT_NEGATIVE})
     #: apply lists what the VACUUM would delete before deleting anything, and deletes nothing unless every
-    #: file listed is in ``files`` (compactor/formats/delta/maintenance.py)
+    #: file listed is in ``files`` (compactor/formats/delta/apply/maintenance.py)
     dry_run_first: bool = True
-    #: how many files a vacuum would delete when planned (formats/delta/vacuum_listing.py), None when unknown
+    #: how many files a vacuum would delete when planned (formats/delta/read/vacuum_listing.py), None when unknown
     files_to_delete: int | None = field(default=None, metadata={"schema": _NOT_NEGATIVE})
     #: those files, relative to the table root as stored, sorted (None when they could not be listed);
     #: the precondition's digest covers them, so an edited list is an edited plan
@@ -99,7 +99,7 @@ class RepairAction(Action):
     """Take out the extra copy of rows another writer's (or a stale) commit made live twice: remove
     ``remove`` (live) and bring back ``restore`` (removed; re-added, or copied under a new name when VACUUM
     may already delete it) in one dataChange=false commit, proved on the files' contents first
-    (formats/delta/repair.py). Listed first in its table's actions; apply re-derives it from the log and
+    (formats/delta/duplicates/repair.py). Listed first in its table's actions; apply re-derives it from the log and
     runs it only when the derived repair is this one."""
 
     type: ClassVar[str] = "repair"

@@ -20,9 +20,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import islice
 
-from compactor.formats.delta.duplicates import Lineage, analyse, describe
-from compactor.formats.delta.log import Commit, commits_after, num_records, parse_commit, read_commit_text
-from compactor.formats.delta.repair_plan import RepairProposal, propose
+from compactor.formats.delta.duplicates.lineage import Lineage, analyse, describe
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal, propose
+from compactor.formats.delta.read.log import Commit, commits_after, num_records, parse_commit, read_commit_text
 from compactor.models.duplicates import DuplicateReport, LogWindow
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import filesystem, join

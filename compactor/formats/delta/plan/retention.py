@@ -1,5 +1,5 @@
 """What a policy's ``retention:`` means for a Delta table (PURE): the table properties it declares, in
-Delta's interval syntax, and the VACUUM horizon (formats/delta/plan.py plans the drift as actions)."""
+Delta's interval syntax, and the VACUUM horizon (formats/delta/plan/planner.py plans the drift as actions)."""
 
 from __future__ import annotations
 

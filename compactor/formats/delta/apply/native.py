@@ -15,17 +15,17 @@ from compactor.errors import (
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta.commit import (
+from compactor.formats.delta.apply.commit import (
     MARKER,
     RemovedFile,
     commit_properties,
     find_commit,
 )
-from compactor.formats.delta.context import check_writable, fence, handle
-from compactor.formats.delta.facts import delta_facts
-from compactor.formats.delta.log import Commit, num_records
-from compactor.formats.delta.rewrite import after_commit
-from compactor.formats.delta.support import unsupported_reason
+from compactor.formats.delta.apply.context import check_writable, fence, handle
+from compactor.formats.delta.apply.rewrite import after_commit
+from compactor.formats.delta.plan.support import unsupported_reason
+from compactor.formats.delta.read.facts import delta_facts
+from compactor.formats.delta.read.log import Commit, num_records
 from compactor.models.results import ActionDetails
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (

@@ -17,12 +17,12 @@ from compactor.errors import (
     UnsupportedTableError,
 )
 from compactor.formats.base import ActionContext
-from compactor.formats.delta.commit import (
+from compactor.formats.delta.apply.commit import (
     RemovedFile,
 )
-from compactor.formats.delta.facts import delta_facts
-from compactor.formats.delta.session import DeltaSession, session_of
-from compactor.formats.delta.support import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.formats.delta.apply.session import DeltaSession, session_of
+from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (

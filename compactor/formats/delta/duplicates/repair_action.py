@@ -1,16 +1,16 @@
-"""Run a planned ``repair`` action (formats/delta/actions.py RepairAction) on a Delta table.
+"""Run a planned ``repair`` action (formats/delta/plan/actions.py RepairAction) on a Delta table.
 
 The repair is derived again from the log window the plan read, and committed only when it is the
 reviewed one (same anomalies, same files removed and restored) and its content proof holds
-(formats/delta/repair.py). Anything else is stale: nothing is committed.
+(formats/delta/duplicates/repair.py). Anything else is stale: nothing is committed.
 """
 
 from __future__ import annotations
 
 from compactor.formats.base import ActionContext, ActionOutcome
-from compactor.formats.delta.actions import RepairAction
-from compactor.formats.delta.repair import repair
-from compactor.formats.delta.repair_plan import RepairProposal
+from compactor.formats.delta.duplicates.repair import repair
+from compactor.formats.delta.duplicates.repair_plan import RepairProposal
+from compactor.formats.delta.plan.actions import RepairAction
 from compactor.models.results import ActionDetails
 
 

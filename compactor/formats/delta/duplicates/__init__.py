@@ -1,0 +1,1 @@
+"""Rows live twice in a Delta table: found from the lineage of every file in the log, and repaired."""
