@@ -25,6 +25,10 @@ def open_catalog(settings: CatalogSettings, spark: SparkSettings | None = None,
         from compactor.catalogs.unity import UnityCatalog
 
         return UnityCatalog(settings)
+    if settings.type in ("sql", "rest"):
+        from compactor.catalogs.iceberg_catalogs import IcebergCatalog
+
+        return IcebergCatalog(settings)
     raise CatalogError(f"catalog '{settings.name}': unknown type '{settings.type}'",
                        hint=f"types: {', '.join(sorted(CATALOG_TYPES))}")
 

@@ -11,6 +11,9 @@ CATALOG_TYPES: dict[str, frozenset[str]] = {
                        "aws_secret_access_key", "aws_session_token"}),
     "hive": frozenset({"metastore_uris", "metastore_db", "warehouse"}),
     "unity": frozenset({"host", "token", "catalog"}),
+    # table catalogs of one open table spec, no JVM: tables in a SQL database (a SQLAlchemy URL), a REST server
+    "sql": frozenset({"uri", "warehouse"}),
+    "rest": frozenset({"uri", "warehouse", "credential", "token", "scope", "prefix", "oauth2-server-uri"}),
 }
 
 
@@ -20,7 +23,7 @@ class CatalogSettings:
     takes (region, endpoint_url, credentials through env_var; never printed or saved)."""
 
     name: str
-    #: glue, hive or unity (each opens in compactor/catalogs/__init__.py)
+    #: glue, hive, unity, sql or rest (each opens in compactor/catalogs/__init__.py)
     type: str
     options: Mapping[str, str] = field(default_factory=dict, repr=False)
 

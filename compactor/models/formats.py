@@ -80,6 +80,9 @@ class FormatSpec:
     #: the table providers a catalog registers tables of this format under (Spark's
     #: ``spark.sql.sources.provider``, lower case)
     catalog_providers: frozenset[str] = frozenset()
+    #: a table of this format is named by a catalog of the target (a policy's ``catalog:``, or a discover
+    #: over a catalog), never by a path alone: the format reads and commits through that catalog
+    catalog_only: bool = False
 
 
 BUILT_IN: tuple[FormatSpec, ...] = (
@@ -89,6 +92,10 @@ BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "compactor.formats.file_sink.actions",
                "compactor.formats.file_sink.probe", ("_spark_metadata",), strategies=frozenset({"bin_pack"}),
                retention=False, sink_settings=True, absolute_paths=True),
+    FormatSpec("iceberg", "compactor.formats.iceberg", "compactor.formats.iceberg.actions",
+               "compactor.formats.iceberg.probe", ("metadata",), yields_to=frozenset({"delta"}),
+               strategies=frozenset({"bin_pack"}), retention=False, absolute_paths=True, catalog_only=True,
+               catalog_providers=frozenset({"iceberg"})),
 )
 
 _lock = threading.Lock()

@@ -73,7 +73,8 @@ def path_problem(path: str, *, absolute_ok: bool = False) -> str | None:
     if any(p in (".", "..") for p in parts) or (not absolute_ok and "" in parts):
         return f"{path} is not a normalised path"
     reserved = metadata_names()  # every format's metadata (its log), compactor's own state
-    if any(p.startswith(reserved) for p in parts):
+    hidden = tuple(r for r in reserved if r.startswith(("_", ".")))  # no reader's data: its prefix too
+    if any(p in reserved or p.startswith(hidden) for p in parts):
         return f"{path} lies in the table's log or in compactor's state, which no action may touch"
     return None
 

@@ -168,7 +168,14 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
         catalog = m.CatalogRef(c["name"], c["namespace"], c.get("table") or raw["name"])
         if "path" in raw or "discover" in raw:
             ctx.error("catalog", "ambiguous_location", "give one of `path`, `discover` or `catalog`")
-    if "path" not in raw and "discover" not in raw and "catalog" not in raw and not spec.catalog_tables:
+    by_catalog = catalog is not None or (discover is not None and discover.catalog is not None)
+    if spec.catalog_only and not by_catalog:
+        ctx.error("path" if "path" in raw else "", "catalog_table_required",
+                  f"a {fmt} table is named by a catalog of the target, not by a path: its format reads and "
+                  "commits it through that catalog",
+                  "give `catalog: {name: <catalog>, namespace: <namespace>, table: <table>}` (the catalog declared "
+                  "under the target's `catalogs:` in profiles.yml) or a `discover` over that catalog")
+    elif "path" not in raw and "discover" not in raw and "catalog" not in raw and not spec.catalog_tables:
         ctx.error("", "missing_location", f"a {fmt} table needs a `path` (or `discover`)",
                   f"catalog names are only supported for {', '.join(f.name for f in FORMATS if f.catalog_tables)} "
                   "tables")

@@ -158,6 +158,14 @@ class ActionJournal:
         self._thread.start()
         return self
 
+    def add_outputs(self, paths: Collection[str]) -> None:
+        """Name more exact outputs (relative to the table root), on storage before this returns: for an
+        engine that learns an output's name only as it starts writing it (its folder follows the rows'
+        partition). Call before the file is created."""
+        with self._lock:
+            self.entry.outputs += [p for p in paths if p not in self.entry.outputs]
+            _write(self.storage, self.path, self.entry)
+
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
             with self._lock:

@@ -17,7 +17,8 @@ from compactor.runtime.secrets import register_secrets
 from compactor.tasks.spark_needs import any_format
 
 #: catalog option keys whose values are credentials (never in an error, a log line or an artifact)
-SECRET_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "token", "client_secret")
+SECRET_KEYS = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token", "token", "client_secret",
+               "credential")
 
 
 def catalog_policies(p: TablePolicy, target: Target, opened: dict[str, Catalog],

@@ -1,5 +1,6 @@
-"""The detection of a test format that mirrors another's tables (as Iceberg metadata mirrors a Delta UniForm
-table's log): a folder holding ``metadata/``. Its registry entry yields to Delta (tests/formats/test_detection.py)."""
+"""The detection of a test format claiming the folders Iceberg claims (a folder holding ``metadata/``), whose
+registry entry does not yield to Delta: a Delta UniForm table's folder is then ambiguous
+(tests/formats/test_detection.py)."""
 
 from __future__ import annotations
 

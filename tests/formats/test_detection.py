@@ -24,9 +24,8 @@ from compactor.runtime.journal import is_data_file
 from tests.formats.contract import toy_format
 
 TOY = toy_format.__name__
-#: a format whose tables mirror Delta's (Iceberg metadata beside a UniForm table's log): Delta's claim wins
-MIRROR = FormatSpec("mirror", TOY, TOY, "tests.formats.mirror_probe", ("metadata",), yields_to=frozenset({"delta"}))
-#: the same without yielding: a folder both claim is ambiguous
+#: a format claiming the folders Iceberg claims (``metadata/``) without yielding to Delta: a UniForm table's folder
+#: is then ambiguous (Iceberg's own entry yields to Delta: a UniForm table is committed through its Delta log)
 RIVAL = FormatSpec("rival", TOY, TOY, "tests.formats.mirror_probe", ("metadata",))
 
 
@@ -102,15 +101,14 @@ def test_a_format_that_yields_steps_aside_and_says_so(tmp_path: Path) -> None:
     _delta(uniform)
     (uniform / "metadata").mkdir()
     (mirrored / "metadata").mkdir(parents=True)
-    with register_format(MIRROR):
-        found = detect_at(str(uniform))
-        assert found is not None and (found.format, found.yielded) == ("delta", (Claim("mirror", "metadata"),))
-        assert format_at(str(uniform)) is get_format("delta")
-        alone = detect_at(str(mirrored))
-        assert alone is not None and (alone.format, alone.yielded) == ("mirror", ())
-        # discover looks for the policy's format: the mirror's policy finds both, Delta's the Delta table
-        assert discover_tables(str(tmp_path), fmt="mirror") == ["mirrored", "uniform"]
-        assert discover_tables(str(tmp_path), fmt="delta") == ["uniform"]
+    found = detect_at(str(uniform))  # a UniForm table: Iceberg metadata beside the Delta log
+    assert found is not None and (found.format, found.yielded) == ("delta", (Claim("iceberg", "metadata/"),))
+    assert format_at(str(uniform)) is get_format("delta")
+    alone = detect_at(str(mirrored))
+    assert alone is not None and (alone.format, alone.yielded) == ("iceberg", ())
+    # discover looks for the policy's format: Iceberg's policy finds both, Delta's the Delta table
+    assert discover_tables(str(tmp_path), fmt="iceberg") == ["mirrored", "uniform"]
+    assert discover_tables(str(tmp_path), fmt="delta") == ["uniform"]
     with register_format(RIVAL), pytest.raises(TableReadError, match="a delta table .* and a rival table"):
         detect_at(str(uniform))
 
@@ -119,6 +117,5 @@ def test_discover_lists_another_format_s_table_like_any_folder(tmp_path: Path) -
     """Discover stops at the tables of the policy's format only, as it did before formats detected
     themselves: a folder another format claims (or that looks like its metadata) hides no table below it."""
     _delta(tmp_path / "x" / "metadata" / "inner")
-    with register_format(MIRROR):
-        assert detect_at(str(tmp_path / "x")) is not None  # the mirror claims x (it holds metadata/)
-        assert discover_tables(str(tmp_path)) == ["x/metadata/inner"]
+    assert detect_at(str(tmp_path / "x")) is not None  # Iceberg claims x (it holds metadata/)
+    assert discover_tables(str(tmp_path)) == ["x/metadata/inner"]

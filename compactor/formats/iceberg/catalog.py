@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from compactor.errors import CatalogError
+from compactor.models.catalog import CatalogSettings as ProfileCatalog
+from compactor.models.table import TableLocation
 from compactor.runtime.secrets import redact, register_secrets
 
 if TYPE_CHECKING:
@@ -162,3 +164,34 @@ def load_table(catalog: Catalog, settings: CatalogSettings, identifier: str | tu
 def open_table(settings: CatalogSettings, identifier: str | tuple[str, ...]) -> Table:
     """``load_table`` of a catalog opened for the call."""
     return load_table(open_catalog(settings), settings, identifier)
+
+
+def settings_from(profile: ProfileCatalog) -> CatalogSettings:
+    """The typed settings of a target's ``catalogs:`` entry of type ``sql`` or ``rest`` (its options are
+    pyiceberg's catalog properties). Raises IcebergCatalogError for a catalog of another type."""
+    options = dict(profile.options)
+    uri = options.pop("uri", "")
+    warehouse = options.pop("warehouse", None)
+    if profile.type == "sql":
+        return SqlCatalogSettings(profile.name, uri, warehouse, options)
+    if profile.type == "rest":
+        credential, token = options.pop("credential", None), options.pop("token", None)
+        return RestCatalogSettings(profile.name, uri, warehouse, credential, token, options)
+    raise IcebergCatalogError(f"catalog '{profile.name}' is a {profile.type} catalog: compactor reads Iceberg tables "
+                              "through an Iceberg catalog of type sql or rest",
+                              hint="declare the table's catalog with `type: sql` or `type: rest` in profiles.yml")
+
+
+def open_location(table: TableLocation) -> tuple[Table, str]:
+    """The pyiceberg table a reference names (its catalog identifier and that catalog's settings), with its
+    name as messages show it (``namespace.table``). Raises IcebergCatalogError or IcebergTableNotFound."""
+    ident = table.identifier
+    if ident is None:
+        raise IcebergTableNotFound(f"{table.uri}: an Iceberg table is read through its catalog, and this reference "
+                                   "names none", hint="name it with `catalog: {name, namespace, table}` in its policy")
+    if table.catalog is None:
+        raise IcebergCatalogError(f"{ident}: catalog '{ident.catalog}' is not defined in the target",
+                                  hint="declare it under the target's `catalogs:` in profiles.yml")
+    settings = settings_from(table.catalog)
+    name = f"{ident.namespace}.{ident.table}"
+    return open_table(settings, name), name

@@ -17,7 +17,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -183,10 +183,13 @@ class _Buffer:
 
 
 def rewrite_bin(table: Table, state: IcebergState, paths: Sequence[str], names: OutputNames, *,
-                move_to_current_spec: bool = False, removed_with: Sequence[str] = ()) -> RewrittenBin:
+                move_to_current_spec: bool = False, removed_with: Sequence[str] = (),
+                on_output: Callable[[str], None] | None = None) -> RewrittenBin:
     """Rewrite the bin of ``paths`` (live data files of ``state``, the state ``table`` was read at) into one
     new data file, verified; nothing is committed. Raises LocalEngineRefusal (support.py) for a bin the
-    local engine cannot rewrite exactly, VerificationError when the output does not hold its inputs' rows."""
+    local engine cannot rewrite exactly, VerificationError when the output does not hold its inputs' rows.
+    ``on_output(path)``: called with the output's path before the file is created (its folder follows the
+    rows' partition): the caller's crash journal names it first."""
     from pyiceberg.io.fileformat import FileFormatFactory
     from pyiceberg.io.pyarrow import schema_to_pyarrow
     from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
@@ -222,6 +225,8 @@ def rewrite_bin(table: Table, state: IcebergState, paths: Sequence[str], names: 
             if not keyed:
                 key, keyed = k, True
                 out_path = table.location_provider().new_data_location(names.next(), key)
+                if on_output is not None:
+                    on_output(out_path)
                 writer = FileFormatFactory.get(FileFormat.PARQUET).create_writer(
                     table.io.new_output(out_path), file_schema, props)
             full = buffer.add(rows.cast(target))

@@ -54,6 +54,14 @@ class Adapter(ABC):
     #: a file of the format's own metadata (relative to the table root): no plan may name it
     metadata_file: ClassVar[str]
 
+    def names(self, table: Path) -> str:
+        """How the policy names the table (YAML lines under its entry): by its path."""
+        return f"    path: {table}\n"
+
+    def profiles(self, table: Path) -> str | None:
+        """The project's profiles.yml (None: none, the implicit local target)."""
+        return None
+
     @abstractmethod
     def write(self, table: Path, ids: Sequence[int], group: int) -> None:
         """A writer's commit of one new file holding ``ids`` (``group``: the partition it goes to, for a
@@ -221,4 +229,6 @@ class ToyAdapter(Adapter):
         self.write(table, [10_000_000 + i for i in range(3)], 0)
 
 
-ADAPTERS: tuple[Adapter, ...] = (DeltaAdapter(), SinkAdapter(), ToyAdapter())
+from tests.formats.contract.iceberg_adapter import IcebergAdapter  # noqa: E402 - it derives from Adapter
+
+ADAPTERS: tuple[Adapter, ...] = (DeltaAdapter(), SinkAdapter(), ToyAdapter(), IcebergAdapter())

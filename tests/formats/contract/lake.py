@@ -68,8 +68,11 @@ class Lake:
         (self.project / "policies").mkdir(parents=True)
         (self.project / "compactor.yml").write_text("name: contract\n")
         (self.project / "policies" / "t.yml").write_text(
-            f"version: 1\ntables:\n  - name: t\n    path: {self.table}\n    compaction: {COMPACTION}\n"
+            f"version: 1\ntables:\n  - name: t\n{self.adapter.names(self.table)}    compaction: {COMPACTION}\n"
             + self.adapter.policy)
+        profiles = self.adapter.profiles(self.table)
+        if profiles is not None:
+            (self.project / "profiles.yml").write_text(profiles)
 
     def plan(self, now: dt.datetime, name: str = "plan.json") -> Path:
         out = self.project / "target" / name

@@ -85,7 +85,7 @@ def test_a_change_after_planning_makes_apply_refuse_the_action_it_touches(lake: 
     lake.adapter.conflict(lake.table, touched)
     live, rows = lake.live(), lake.rows()
     first = lake.actions(plan)[0]
-    untouched = [lake.adapter.rel(lake.table, p) for b in first["bins"] for p in b if p != touched]
+    untouched = [rel for b in first["bins"] for p in b if (rel := lake.adapter.rel(lake.table, p)) != touched]
 
     run = lake.apply(plan)
     assert run.exit_code == 0, run.output  # a stale action is no failure: the next plan takes the table as it is

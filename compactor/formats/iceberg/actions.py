@@ -1,0 +1,32 @@
+"""Iceberg's plan words (PURE, imported by planning/vocabulary.py when one is first met): the shared
+``compact`` action it runs, and its own skip reasons: the files the local engine (pyiceberg, no JVM) leaves
+alone, each naming why and that the spark engine does it (its Iceberg path comes in a later release)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from compactor.planning.actions import CompactAction
+from compactor.planning.skips import SkipKind
+from compactor.planning.vocabulary import register
+
+#: what every local-engine skip says of the spark engine
+LATER = "the spark engine will compact them (its Iceberg path comes in a later release)"
+
+
+class IcebergSkipReason(StrEnum):
+    """Why files of an Iceberg table are left alone (besides the reasons every format shares)."""
+
+    #: delete files apply to them: pyiceberg cannot remove delete files, and compactor leaves none live that
+    #: only rewritten files referenced
+    DELETE_FILES = "iceberg_delete_files"
+    #: they are in an older partition spec: pyiceberg adds files to the current spec only
+    OLDER_SPEC = "iceberg_older_spec"
+    #: they are ORC or Avro files: the local engine reads and verifies Parquet only
+    NOT_PARQUET = "iceberg_not_parquet"
+
+
+register("iceberg", shared=(CompactAction,),
+         skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"leave them for now: {LATER}"),
+                SkipKind(IcebergSkipReason.OLDER_SPEC, f"leave them for now: {LATER}"),
+                SkipKind(IcebergSkipReason.NOT_PARQUET, f"leave them for now: {LATER}")))

@@ -1,0 +1,9 @@
+"""The crash points of Iceberg's write path, and where they are (runtime/faults.py: tests arm them by name)."""
+
+from __future__ import annotations
+
+CRASH_POINTS: dict[str, str] = {
+    "iceberg.journal_written": "a compact action's journal entry is on storage; no output written yet",
+    "iceberg.outputs_written": "every bin's output is written, named by the journal and verified; no commit yet",
+    "iceberg.after_commit": "the replace snapshot is committed; the journal not yet closed",
+}

@@ -1,0 +1,115 @@
+"""Plan one Iceberg table (PURE): bins per partition of each spec with the shared planner
+(planning/partitions.py: triggers, where, lookback, budgets, bins of exact files), the snapshot id as every
+action's precondition version. On the local engine the files it cannot rewrite exactly are left alone with
+Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
+files of an older partition spec, files not in Parquet (support.py says the same at apply, again)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import replace
+
+import pyarrow as pa
+
+from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
+from compactor.formats.iceberg.read import SPEC_COLUMN, iceberg_state
+from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
+from compactor.formats.iceberg.support import table_problem
+from compactor.models.state import TableState
+from compactor.planning.bins import BIN_MODELS
+from compactor.planning.partitions import plan_partitions
+from compactor.planning.plan import Skip, SkipReason, TablePlan
+from compactor.policy.model import TablePolicy
+from compactor.policy.predicate import PredicateError, parse_where
+
+#: the bin model of the local rewrite: the shared ascending-size packing
+BIN_MODEL = BIN_MODELS[0]
+#: the engines whose Iceberg path exists (the spark engine's comes later)
+ENGINES = ("local",)
+
+
+def unsupported_reason(st: IcebergState, engine: str) -> str | None:
+    """Why ``engine`` compacts nothing of this table, or None."""
+    if engine not in ENGINES:
+        return (f"the {engine} engine does not compact Iceberg tables yet (its exact-bin rewrite and Iceberg's "
+                "procedures come in a later release): plan and apply Iceberg tables with a target whose engine is "
+                "local")
+    return table_problem(st)
+
+
+#: what the local engine leaves alone: (reason, what the files are, the test on one file)
+_LEFT_ALONE: tuple[tuple[IcebergSkipReason, str, Callable[[IcebergDataFile, IcebergState], bool]], ...] = (
+    (IcebergSkipReason.DELETE_FILES, "with delete files (pyiceberg cannot remove delete files, and compactor "
+     "leaves none live that only rewritten files referenced)", lambda f, st: bool(f.deletes)),
+    (IcebergSkipReason.OLDER_SPEC, "in an older partition spec (pyiceberg adds files to the current spec only)",
+     lambda f, st: f.spec_id != st.default_spec_id),
+    (IcebergSkipReason.NOT_PARQUET, "not in Parquet (the local engine reads and verifies Parquet only)",
+     lambda f, st: f.file_format != "PARQUET"),
+)
+
+
+def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, list[Skip]]:
+    """The mask of files the local engine may rewrite, and one skip per (reason, partition) of the others."""
+    ok: list[bool] = []
+    counts: dict[tuple[IcebergSkipReason, tuple[tuple[str, str | None], ...]], int] = {}
+    for f in st.files:
+        why = next((r for r, _, test in _LEFT_ALONE if test(f, st)), None)
+        ok.append(why is None)
+        if why is not None:
+            values: dict[str, str | None] = {c: None for c in state.partition_columns}
+            values.update({v.name: v.text for v in f.partition})
+            if SPEC_COLUMN in values:
+                values[SPEC_COLUMN] = str(f.spec_id)
+            key = (why, tuple(values.items()))
+            counts[key] = counts.get(key, 0) + 1
+    if all(ok):
+        return None, []
+    words = {r: what for r, what, _ in _LEFT_ALONE}
+    skips = [Skip(reason, dict(values) or None, {"files": n}, f"{n} file(s) {words[reason]}: the local engine leaves "
+                  f"them alone; {LATER}")
+             for (reason, values), n in sorted(counts.items(), key=str)]
+    return pa.array(ok, pa.bool_()), skips
+
+
+def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
+    st = iceberg_state(state)
+    base = TablePlan(
+        name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,
+        bin_model=BIN_MODEL, partition_columns=state.partition_columns, files_before=state.file_count,
+        bytes_before=state.total_bytes, policy_source=str(policy.source), table_id=state.table_id)
+    if not policy.enabled:
+        return replace(base, files_after=state.file_count,
+                       skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
+    c = policy.compaction
+    if not c.enabled:
+        return replace(base, files_after=state.file_count,
+                       skipped=(Skip(SkipReason.DISABLED, None, {}, "compaction.enabled is false"),))
+    reason = unsupported_reason(st, engine)
+    if reason:
+        return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
+    where = None
+    if c.partitions.where:
+        try:
+            where = parse_where(c.partitions.where)
+        except PredicateError as e:
+            return _config_error(base, state, f"{policy.location('compaction.partitions.where')}: {e}")
+        extra = sorted(where.columns - set(state.partition_columns))
+        if extra:
+            return _config_error(base, state, (
+                f"{policy.location('compaction.partitions.where')}: where references non-partition column(s) "
+                f"{', '.join(extra)}; the table's partition fields are: {', '.join(state.partition_columns) or '(none)'}"))
+    lb = c.partitions.lookback
+    if lb is not None and lb.column not in state.partition_columns:
+        return _config_error(base, state, f"{policy.location('compaction.partitions.lookback')}: lookback column "
+                             f"'{lb.column}' is not a partition field ({', '.join(state.partition_columns) or 'none'})")
+    eligible, skips = _left_alone(state, st)
+    actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
+                                    version=state.version, where=where, eligible=eligible)
+    removed = sum(a.input_files - a.expected_output_files for a in actions)
+    return replace(base, actions=tuple(actions), skipped=(*skips, *more), files_after=state.file_count - removed)
+
+
+def _config_error(base: TablePlan, state: TableState, msg: str) -> TablePlan:
+    return replace(base, files_after=state.file_count, error=msg,
+                   skipped=(Skip(SkipReason.INVALID_POLICY, None, {}, msg),))
