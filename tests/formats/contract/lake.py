@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,10 @@ FILES: tuple[tuple[range, int], ...] = (
 #: the small files (about 430 KB) are candidates (below 768 KiB), two to a 1 MiB bin, their outputs are not
 #: (about 860 KB); the big one (about 1.1 MB) never is
 COMPACTION = "{target_file_size: 1MiB, triggers: {min_input_files: 2}}"
+
+
+#: the threads of a run that write into its table (formats/delta/apply/rewrite.py, runtime/journal.py)
+RUN_WRITERS = ("prepare-next", "journal-heartbeat")
 
 
 class Killed(BaseException):
@@ -114,12 +119,19 @@ class Lake:
                 raise Killed(name)
 
         previous = faults.set_hook(hook)
+        before = set(threading.enumerate())
         try:
             self.apply(plan)
         except Killed:
             pass
         finally:
             faults.set_hook(previous)
+        # a kill ends every thread of the process: wait for the run's own writers (a commit group prepared
+        # in the background, a journal's heartbeat) before the table is put back as the kill left it, or
+        # one finishing later writes its journal entry into the table the recovery then reads
+        for thread in set(threading.enumerate()) - before:
+            if thread.name in RUN_WRITERS:
+                thread.join(timeout=60)
         if reached:
             shutil.rmtree(self.table)
             shutil.move(snapshot, self.table)

@@ -128,26 +128,30 @@ def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, Rem
     journal = ActionJournal(uri, ctx.commit_metadata.get("compactor.run_id", ""), key, ctx.state.version,
                             outputs=outputs, staging=staging, storage_options=ctx.storage_options)
     journal.__enter__()  # on storage before the engine writes a single file
-    crash_point("delta.journal_written")
-    on_done = None
-    if ctx.on_bin_done is not None:
-        report = ctx.on_bin_done
-        per_bin = []
-        for a, files in zip(actions, inputs):
-            per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
-        by_output = {j.output: n for j, n in zip(jobs, per_bin)}
+    try:
+        crash_point("delta.journal_written")
+        on_done = None
+        if ctx.on_bin_done is not None:
+            report = ctx.on_bin_done
+            per_bin = []
+            for a, files in zip(actions, inputs):
+                per_bin += [sum(files[p].size for p in b if p in files) for b in a.bins]
+            by_output = {j.output: n for j, n in zip(jobs, per_bin)}
 
-        def on_done(job: BinJob, _: WrittenFile) -> None:
-            report(by_output.get(job.output, 0))
+            def on_done(job: BinJob, _: WrittenFile) -> None:
+                report(by_output.get(job.output, 0))
 
-    def run() -> list[WrittenFile]:
-        return engine.rewrite(jobs, schema, on_done=on_done)
+        def run() -> list[WrittenFile]:
+            return engine.rewrite(jobs, schema, on_done=on_done)
 
-    future: Future[list[WrittenFile]] = Future()
-    if background:
-        threading.Thread(target=_fill_future, args=(future, run), name="prepare-next", daemon=True).start()
-    else:
-        _fill_future(future, run)
+        future: Future[list[WrittenFile]] = Future()
+        if background:
+            threading.Thread(target=_fill_future, args=(future, run), name="prepare-next", daemon=True).start()
+        else:
+            _fill_future(future, run)
+    except BaseException as e:  # the entry stays for recovery, marked ended, its heartbeat stopped
+        journal.__exit__(type(e), e, None)
+        raise
     return _Prepared(tuple(actions), outputs, staging, journal, future)
 
 
