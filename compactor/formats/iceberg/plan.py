@@ -20,8 +20,8 @@ from compactor.models.state import TableState
 from compactor.planning.bins import BIN_MODELS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
+from compactor.planning.scope import partition_scope
 from compactor.policy.model import TablePolicy
-from compactor.policy.predicate import PredicateError, parse_where
 
 #: the bin model of the local rewrite: the shared ascending-size packing
 BIN_MODEL = BIN_MODELS[0]
@@ -88,21 +88,11 @@ def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.dateti
     reason = unsupported_reason(st, engine)
     if reason:
         return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
-    where = None
-    if c.partitions.where:
-        try:
-            where = parse_where(c.partitions.where)
-        except PredicateError as e:
-            return _config_error(base, state, f"{policy.location('compaction.partitions.where')}: {e}")
-        extra = sorted(where.columns - set(state.partition_columns))
-        if extra:
-            return _config_error(base, state, (
-                f"{policy.location('compaction.partitions.where')}: where references non-partition column(s) "
-                f"{', '.join(extra)}; the table's partition fields are: {', '.join(state.partition_columns) or '(none)'}"))
-    lb = c.partitions.lookback
-    if lb is not None and lb.column not in state.partition_columns:
-        return _config_error(base, state, f"{policy.location('compaction.partitions.lookback')}: lookback column "
-                             f"'{lb.column}' is not a partition field ({', '.join(state.partition_columns) or 'none'})")
+    scope = partition_scope(policy, state.partition_columns, column="partition field",
+                            columns="the table's partition fields")
+    if scope.problem is not None:
+        return _config_error(base, state, scope.problem)
+    where = scope.where
     eligible, skips = _left_alone(state, st)
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
                                     version=state.version, where=where, eligible=eligible)

@@ -33,8 +33,8 @@ from compactor.planning.actions import Action, Precondition
 from compactor.planning.explain import NEEDS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
+from compactor.planning.scope import partition_scope
 from compactor.policy.model import Retention, TablePolicy
-from compactor.policy.predicate import PredicateError, parse_where
 
 #: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
 #: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size
@@ -58,21 +58,10 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if reason:  # delta-spark's OPTIMIZE writes what delta-rs cannot (support.native_possible)
         return replace(base, files_after=state.file_count,
                        skipped=(Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_OPTIMIZE}, reason),))
-    where = None
-    if c.partitions.where:
-        try:
-            where = parse_where(c.partitions.where)
-        except PredicateError as e:
-            return _config_error(base, state, f"{policy.location('compaction.partitions.where')}: {e}")
-        extra = sorted(where.columns - set(state.partition_columns))
-        if extra:
-            return _config_error(base, state, (
-                f"{policy.location('compaction.partitions.where')}: where references non-partition column(s) "
-                f"{', '.join(extra)}; partition columns are: {', '.join(state.partition_columns) or '(none)'}"))
-    lb = c.partitions.lookback
-    if lb is not None and lb.column not in state.partition_columns:
-        return _config_error(base, state, f"{policy.location('compaction.partitions.lookback')}: lookback column "
-                             f"'{lb.column}' is not a partition column ({', '.join(state.partition_columns) or 'none'})")
+    scope = partition_scope(policy, state.partition_columns)
+    if scope.problem is not None:
+        return _config_error(base, state, scope.problem)
+    where = scope.where
     actions: list[Any] = []
     skips: list[Skip] = []
     files = state.files
