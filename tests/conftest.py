@@ -81,8 +81,9 @@ def spark():
         session = spark_tables.build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars=True)
     except Exception as e:  # noqa: BLE001 - a UsageError, or the JVM's launch error
         _ICEBERG_MISSING.append(
-            f"Delta Lake's and Apache Iceberg's jars could not be loaded together into Spark (Ivy could not resolve "
-            f"{', '.join(spark_tables.packages())} and Delta's jars from Maven Central on this machine: "
+            f"Delta Lake's and Apache Iceberg's jars could not be loaded together into Spark: Ivy could not resolve "
+            f"{' or '.join(spark_tables.packages())} beside Delta's jars from Maven Central on this machine, and "
+            f"the shared session runs with Delta alone (the start's error, which names Delta for both: "
             f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__})")
         session = build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars="auto")
     yield session
