@@ -1,5 +1,5 @@
 """Shared test fixtures: third-party fixture tables (when present), temp copies, and one session-scoped
-local SparkSession with the Delta Lake jars."""
+local SparkSession with the Delta Lake jars and Apache Iceberg's runtime (one session serves both formats)."""
 
 from __future__ import annotations
 
@@ -59,17 +59,33 @@ SPARK_TEST_CONF = {
 }
 
 
+#: why the shared session has no Apache Iceberg runtime (empty: it has one, or it was not built yet)
+_ICEBERG_MISSING: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local SparkSession for the whole test run (Spark tests share it), with the Delta Lake jars
-    loaded as users load them (configure_spark_with_delta_pip). When the jars cannot load, the session
-    starts without them and the ``delta_jars`` tests skip (``delta_spark`` fixture) saying why."""
+    loaded as users load them (configure_spark_with_delta_pip) and Apache Iceberg's runtime beside them:
+    one session serves both formats (tests/iceberg/spark_tables.py). When the two cannot load together,
+    the session is built with Delta alone and the ``iceberg_jars`` tests skip (``iceberg_spark`` fixture)
+    saying why; when the Delta jars cannot load, it starts without them and the ``delta_jars`` tests skip
+    (``delta_spark`` fixture) saying why."""
     pytest.importorskip("pyspark.sql", reason="pyspark is part of the [spark] extra")
     if shutil.which("java") is None:
         pytest.skip("no Java on PATH (.ci/run installs openjdk-17-jre-headless)")
     from compactor.formats.delta.spark import build_session
+    from tests.iceberg import spark_tables
 
-    session = build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars="auto")
+    try:
+        session = spark_tables.build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars=True)
+    except Exception as e:  # noqa: BLE001 - a UsageError, or the JVM's launch error
+        _ICEBERG_MISSING.append(
+            f"Delta Lake's and Apache Iceberg's jars could not be loaded together into Spark: Ivy could not resolve "
+            f"{' or '.join(spark_tables.packages())} beside Delta's jars from Maven Central on this machine, and "
+            f"the shared session runs with Delta alone (the start's error, which names Delta for both: "
+            f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__})")
+        session = build_session("local[2]", "compactor-tests", SPARK_TEST_CONF, delta_jars="auto")
     yield session
     session.stop()
 
@@ -82,4 +98,16 @@ def delta_spark(spark):
     if not delta_sql_enabled(spark):
         pytest.skip("the Delta Lake jars could not be loaded into Spark (Ivy could not resolve "
                     "io.delta:delta-spark from Maven Central on this machine)")
+    return spark
+
+
+@pytest.fixture(scope="session")
+def iceberg_spark(spark):
+    """The shared session, for tests that write or read Iceberg tables with Spark (its catalogs are
+    registered per test: tests/iceberg/spark_tables.py ``register_catalog``)."""
+    from tests.iceberg.spark_tables import iceberg_loaded, runtime_package
+
+    if not iceberg_loaded(spark):
+        pytest.skip(_ICEBERG_MISSING[0] if _ICEBERG_MISSING else
+                    f"the shared Spark session did not load Apache Iceberg's runtime ({runtime_package()})")
     return spark

@@ -55,13 +55,11 @@ class ServerUnavailable(RuntimeError):
 
 
 def delta_package() -> str:
-    """The Delta artifact for the installed pyspark and delta-spark, as configure_spark_with_delta_pip names it."""
-    from importlib.metadata import version
+    """The Delta artifact compactor loads for the installed pyspark and delta-spark (formats/delta/spark.py
+    asks configure_spark_with_delta_pip: ``io.delta:delta-spark_4.1_2.13:4.4.0`` on pyspark 4.1)."""
+    from compactor.formats.delta.spark import spark_needs
 
-    import pyspark
-
-    spark = ".".join(pyspark.__version__.split(".")[:2])
-    return f"io.delta:delta-spark_{spark}_2.13:{version('delta-spark')}"
+    return ",".join(spark_needs(True, True)[0].packages)
 
 
 def free_port() -> int:

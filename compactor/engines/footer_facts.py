@@ -142,3 +142,7 @@ def check_written(pf: pq.ParquetFile, expected: pa.Schema, path: str) -> None:
         e = expected.field(f.name)
         if pa.types.is_timestamp(e.type) and not (pa.types.is_timestamp(f.type) and f.type.unit == "us"):
             raise ValueError(f"{path}: column {f.name} is {f.type}, expected microsecond timestamps")
+        if pa.types.is_timestamp(e.type) and (e.type.tz is None) != (f.type.tz is None):
+            # a timestamp without time zone written UTC-adjusted (or the reverse) reads as another type
+            raise ValueError(f"{path}: column {f.name} is {f.type}, expected {e.type} (with"
+                             f"{'out' if e.type.tz is None else ''} a time zone)")

@@ -209,7 +209,8 @@ class SparkEngine:
                 on_done: Callable[[BinJob, WrittenFile], None] | None = None) -> list[WrittenFile]:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        spark_schema = from_arrow_schema(schema)
+        # naive Arrow timestamps (timestamp_ntz) as TimestampNTZType: pyspark 4.1's default makes them UTC-adjusted
+        spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=True)
         one = reporting(lambda j: self._rewrite_bin(j, schema, spark_schema), on_done)
         together = [j for j in jobs if not j.sort_by]
         if len(together) <= 1 or self.target.threads == 1:  # the sequential profile: a job per bin

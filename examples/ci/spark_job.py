@@ -1,6 +1,6 @@
 """A spark-submit / Databricks job entry point: compaction with the spark engine in the job's session.
 
-    spark-submit --packages io.delta:delta-spark_2.13:4.0.0 examples/ci/spark_job.py /path/to/project prod
+    spark-submit --packages io.delta:delta-spark_4.1_2.13:4.4.0 examples/ci/spark_job.py /path/to/project prod
 
 On Databricks, run it as a Python task; the active SparkSession is reused (compactor never creates a
 second one).

@@ -61,3 +61,15 @@ def test_check_written_schema_rejects_int96_and_extra_columns(tmp_path: Path) ->
     pq.write_table(t.append_column("part", pa.array(["a"])), extra)
     with pytest.raises(ValueError, match="differ"):
         check_written_schema(str(extra), expected)
+
+
+def test_check_written_schema_rejects_a_timestamp_whose_time_zone_adjustment_differs(tmp_path: Path) -> None:
+    """A timestamp without time zone (Delta's timestamp_ntz) written UTC-adjusted, as pyspark 4.1's default
+    schema conversion made Spark write it, and the reverse, are refused."""
+    naive, utc = pa.timestamp("us"), pa.timestamp("us", tz="UTC")
+    for wrote, want in ((utc, naive), (naive, utc)):
+        f = tmp_path / f"{wrote.tz}.parquet"
+        pq.write_table(pa.table({"ts": pa.array([dt.datetime(2024, 1, 1)], wrote)}), f)
+        check_written_schema(str(f), pa.schema([("ts", wrote)]))
+        with pytest.raises(ValueError, match="time zone"):
+            check_written_schema(str(f), pa.schema([("ts", want)]))

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"  # the Hadoop pyspark 4.2.0 ships (3.4.2)
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"  # the Hadoop pyspark 4.1.4 ships (3.4.2)
 ROWS = 20
 
 
