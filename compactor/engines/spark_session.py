@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
+#: a list setting: each format's SQL extension joins it
+EXTENSIONS = "spark.sql.extensions"
+
+
 def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequence[str],
              needs: Sequence[SparkNeeds]) -> tuple[Any, str | None, str | None, bool]:
     """(the builder, the packages it resolves, the key of their resolution, whether the jars of an earlier
@@ -37,7 +41,11 @@ def _builder(master: str, app_name: str, conf: Mapping[str, str], packages: Sequ
     from compactor.engines.spark_jars import resolution_key, resolved_jars
 
     builder = SparkSession.builder.master(master).appName(app_name)
-    for k, v in {**{k: v for n in needs for k, v in n.conf}, **conf}.items():
+    settings = {**{k: v for n in needs for k, v in n.conf}, **conf}
+    listed = [e for source in (*(dict(n.conf) for n in needs), conf) for e in source.get(EXTENSIONS, "").split(",")]
+    if any(listed):  # every format's SQL extension (and the profile's), each once, in the order given
+        settings[EXTENSIONS] = ",".join(dict.fromkeys(e.strip() for e in listed if e.strip()))
+    for k, v in settings.items():
         builder = builder.config(k, v)
     resolve = ",".join([p for n in needs for p in n.packages] + list(packages))
     if not resolve:

@@ -8,6 +8,10 @@ writes anything, ``<table>/_compactor/journal/<action>.json`` names what it will
 - ``staging``: `_`-prefixed folders an engine writes intermediate files into (Spark);
 - ``folders``: folders an engine writes files of its own naming into (a format's own library rewriting
   the table itself), with the time window ``[started_at, last heartbeat]`` in which it did;
+- ``owned`` (optional): folders compactor created for this action alone (``compactor-<token>``, a name no
+  other writer uses) that an engine writes files of its own naming into: every file in them that the
+  table does not reference is this action's uncommitted output (files that a commit made live stay: the
+  data of the table from then on);
 - ``inputs`` (optional): the files the action replaces, where the format itself retires them after its
   commit (after a grace period, from a ledger of its own) rather than the commit doing so.
 
@@ -96,6 +100,8 @@ class JournalEntry:
     identity: str = field(default_factory=liveness.identity)
     #: files (relative) the action replaces and retires itself after its commit (module docstring)
     inputs: list[str] = field(default_factory=list)
+    #: folders (relative) compactor created for this action alone (module docstring)
+    owned: list[str] = field(default_factory=list)
 
     def window_end(self) -> float:
         return self.ended_at if self.ended_at is not None else self.heartbeat_at + 2 * HEARTBEAT_S
@@ -123,8 +129,9 @@ def _write(storage: Storage, path: str, entry: JournalEntry) -> None:
     # lose an entry, and then the files it named are merely left for the format's cleanup of unreferenced files
     # (fsync cost 7 ms per action)
     data = asdict(entry)
-    if not entry.inputs:
-        del data["inputs"]  # entries without inputs stay as the previous release wrote (and reads) them
+    for optional in ("inputs", "owned"):
+        if not data[optional]:
+            del data[optional]  # entries without them stay as the previous release wrote (and reads) them
     storage.write_bytes(path, json.dumps(data).encode())
 
 
@@ -143,10 +150,11 @@ class ActionJournal:
 
     def __init__(self, table_uri: str, run_id: str, action: str, read_version: int | None, *,
                  outputs: Collection[str] = (), staging: Collection[str] = (), folders: Collection[str] = (),
-                 inputs: Collection[str] = (), storage_options: Mapping[str, Any] | None = None) -> None:
+                 inputs: Collection[str] = (), owned: Collection[str] = (),
+                 storage_options: Mapping[str, Any] | None = None) -> None:
         self.storage = storage_for(table_uri, storage_options)
         self.entry = JournalEntry(run_id, action, table_uri, read_version, list(outputs), list(staging),
-                                  list(folders), inputs=list(inputs))
+                                  list(folders), inputs=list(inputs), owned=list(owned))
         self.path = _entry_path(action)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -267,6 +275,7 @@ def recover(table_uri: str, gate: Callable[[int | None], DeletionGate], *,
     deleted: list[str] = []
     for jfile, entry in due:
         outputs = [rel for rel in entry.outputs if storage.exists(rel)]
+        outputs += [o.path for folder in entry.owned for o in storage.list(folder)]
         done = delete_proved(storage, table_gate, outputs, entry.staging)
         deleted += done.deleted
         referenced = [rel for rel in entry.outputs if rel in done.kept]
@@ -296,7 +305,8 @@ def _recoverable(storage: Storage, jfile: str, now: float, can_retire: bool,
         log.warning("keeping journal entry %s: the files its engine named need the format's recovery", jfile)
         return None
     unsafe = [rel for rel in entry.outputs if not is_data_file(rel)] + \
-             [rel for rel in entry.staging if not is_staging_folder(rel)]
+             [rel for rel in entry.staging if not is_staging_folder(rel)] + \
+             [rel for rel in entry.owned if not is_owned_folder(rel)]
     if unsafe:  # never from compactor's own writes: a damaged or edited entry deletes nothing
         log.warning("keeping journal entry %s: it names %d path(s) that are no output or staging folder of "
                     "compactor's (e.g. %r); nothing of it was deleted", jfile, len(unsafe), unsafe[0])
@@ -324,6 +334,18 @@ def is_staging_folder(rel: str) -> bool:
     parts = rel.split("/")
     return (not rel.startswith("/") and _safe_parts(parts) and parts[-1].startswith(STAGING_PREFIX)
             and len(parts[-1]) > len(STAGING_PREFIX))
+
+
+#: the name of every folder compactor creates for one action alone (``owned`` in an entry)
+OWNED_PREFIX = "compactor-"
+
+
+def is_owned_folder(rel: str) -> bool:
+    """A folder compactor creates for one action (``<data folder>/compactor-<token>``, token of 16 or more
+    characters): no other writer names a folder so, and no path in it is a table's log or compactor's state."""
+    parts = rel.split("/")
+    return (not rel.startswith("/") and _safe_parts(parts) and parts[-1].startswith(OWNED_PREFIX)
+            and len(parts[-1]) >= len(OWNED_PREFIX) + 16)
 
 
 def _recover_folders(storage: Storage, entry: JournalEntry, gate: DeletionGate, grace_s: float, now: float,

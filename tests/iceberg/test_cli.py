@@ -132,13 +132,17 @@ def test_a_table_with_position_deletes_is_skipped_on_the_local_engine_naming_the
     assert "spark engine" in r.output
 
 
-def test_the_spark_engine_is_refused_naming_that_it_comes_later(tmp_path: Path) -> None:
-    make_table(tmp_path, "unpartitioned")
+def test_the_spark_engine_plans_without_a_jvm_the_files_the_local_engine_leaves(tmp_path: Path) -> None:
+    t = make_table(tmp_path, "unpartitioned")
+    files = [f.path for f in state_of(t, "db.unpartitioned").files]
+    commit_position_deletes(t, {p: [0] for p in files}, file_scoped=True)
     project = Project.make(tmp_path, "unpartitioned", profiles_text=profiles(tmp_path, engine="spark"))
     r = project.cli("plan")
+    assert r.exit_code == 0, r.output
     table = project.table_plan()
-    assert table["actions"] == [] and table["skipped"][0]["reason"] == "unsupported", r.output
-    assert "later release" in table["skipped"][0]["message"]
+    assert table["engine"] == "spark" and not [s for s in table["skipped"] if s["reason"] == "iceberg_delete_files"]
+    assert sorted(p for b in project.bins() for p in b) == sorted(files)
+    assert "starting Spark" not in r.output  # planned from the manifests, no JVM
 
 
 def test_a_missing_table_is_exit_1_with_one_line(tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ from its manifests (state.py, live.py, read.py), planned per partition of each s
 actions.py), rewritten bin by bin with the local engine (rewrite.py, support.py) and committed as one
 ``replace`` snapshot per action, validated from the planned snapshot (replace.py, the one module pinned to
 pyiceberg's private API); run.py journals it (recovery.py, references.py: the deletion gate). The spark
-engine's Iceberg path comes later: ``unsupported`` says so."""
+engine rewrites each bin through Iceberg's own Spark rewrite and commits through its ``RewriteFiles``
+(spark.py: the session's needs and the Java table; spark_rewrite.py, the one module pinned to Iceberg's
+runtime; spark_run.py)."""
 
 from __future__ import annotations
 
@@ -43,7 +45,9 @@ class IcebergFormat:
     demo: DemoTable | None = None
 
     def spark_needs(self, spark: SparkSettings, loads: bool) -> tuple[SparkNeeds, ...]:
-        return ()  # the spark engine does not run Iceberg tables yet
+        from compactor.formats.iceberg.spark import spark_needs
+
+        return spark_needs(loads)
 
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:

@@ -1,6 +1,6 @@
 """Iceberg's plan words (PURE, imported by planning/vocabulary.py when one is first met): the shared
 ``compact`` action it runs, and its own skip reasons: the files the local engine (pyiceberg, no JVM) leaves
-alone, each naming why and that the spark engine does it (its Iceberg path comes in a later release)."""
+alone, each naming why and that the spark engine does it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from compactor.planning.skips import SkipKind
 from compactor.planning.vocabulary import register
 
 #: what every local-engine skip says of the spark engine
-LATER = "the spark engine will compact them (its Iceberg path comes in a later release)"
+LATER = "the spark engine compacts them (a target whose engine is spark: Iceberg's own rewrite reads them)"
 
 
 class IcebergSkipReason(StrEnum):
@@ -27,6 +27,6 @@ class IcebergSkipReason(StrEnum):
 
 
 register("iceberg", shared=(CompactAction,),
-         skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"leave them for now: {LATER}"),
-                SkipKind(IcebergSkipReason.OLDER_SPEC, f"leave them for now: {LATER}"),
-                SkipKind(IcebergSkipReason.NOT_PARQUET, f"leave them for now: {LATER}")))
+         skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"apply with the spark engine: {LATER}"),
+                SkipKind(IcebergSkipReason.OLDER_SPEC, f"apply with the spark engine: {LATER}"),
+                SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}")))

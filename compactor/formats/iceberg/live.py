@@ -152,9 +152,18 @@ def _referenced_paths(io: FileIO, delete: DataFile) -> set[str]:
 PATH_FIELD_ID = 2147483546
 
 
+def is_deletion_vector(delete: DataFile) -> bool:
+    """A v3 deletion vector (a blob of a Puffin file): it deletes rows of exactly one data file, and the
+    engine that removes that file removes it too (pyiceberg 0.12 reads no ``referenced_data_file``)."""
+    from pyiceberg.manifest import FileFormat
+
+    return bool(delete.file_format == FileFormat.PUFFIN)
+
+
 def stranded_deletes(live: LiveFiles, io: FileIO, removed: set[str]) -> dict[str, tuple[str, ...]]:
-    """The delete files that apply to a file in ``removed`` and to no live data file outside it: removing
-    those data files would leave them live with nothing to delete (pyiceberg cannot remove delete files).
+    """The position delete files (deletion vectors aside: ``is_deletion_vector``) that apply to a file in
+    ``removed`` and to no live data file outside it: removing those data files would leave them live with
+    nothing to delete (pyiceberg cannot remove delete files).
     Per such delete file, the removed files it names. A delete file that the index matches to a kept file
     is read (or its bounds are) to be sure it names one."""
     out: dict[str, tuple[str, ...]] = {}
@@ -165,7 +174,7 @@ def stranded_deletes(live: LiveFiles, io: FileIO, removed: set[str]) -> dict[str
             continue
         for d in data.position_deletes:
             key = str(d.file_path)
-            if key in seen:
+            if key in seen or is_deletion_vector(d):
                 continue
             seen.add(key)
             names = _referenced_paths(io, d)

@@ -25,17 +25,15 @@ from compactor.policy.model import TablePolicy
 
 #: the bin model of the local rewrite: the shared ascending-size packing
 BIN_MODEL = BIN_MODELS[0]
-#: the engines whose Iceberg path exists (the spark engine's comes later)
-ENGINES = ("local",)
+#: the engines whose Iceberg path exists
+ENGINES = ("local", "spark")
 
 
 def unsupported_reason(st: IcebergState, engine: str) -> str | None:
     """Why ``engine`` compacts nothing of this table, or None."""
     if engine not in ENGINES:
-        return (f"the {engine} engine does not compact Iceberg tables yet (its exact-bin rewrite and Iceberg's "
-                "procedures come in a later release): plan and apply Iceberg tables with a target whose engine is "
-                "local")
-    return table_problem(st)
+        return f"the {engine} engine does not compact Iceberg tables: use a target whose engine is local or spark"
+    return table_problem(st) if engine == "local" else None
 
 
 #: what the local engine leaves alone: (reason, what the files are, the test on one file)
@@ -93,7 +91,7 @@ def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.dateti
     if scope.problem is not None:
         return _config_error(base, state, scope.problem)
     where = scope.where
-    eligible, skips = _left_alone(state, st)
+    eligible, skips = _left_alone(state, st) if engine == "local" else (None, [])
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
                                     version=state.version, where=where, eligible=eligible)
     removed = sum(a.input_files - a.expected_output_files for a in actions)

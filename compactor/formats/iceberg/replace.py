@@ -85,9 +85,12 @@ class ReplaceResult:
     rows_added: int
 
 
-def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], added: Sequence[DataFile]) -> list[str]:
+def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], added: Sequence[DataFile], *,
+                   removes_deletes: bool = False) -> list[str]:
     """Why committing ``removed`` -> ``added`` to ``table`` as it is now (planned at ``planned``) would not be
-    the reviewed rewrite; empty when it is."""
+    the reviewed rewrite; empty when it is. ``removes_deletes``: the commit is Iceberg's own (the spark
+    engine), which writes every format version, applies equality deletes and removes the delete files only
+    the removed files referenced: only the table's history and the files' deletes are checked."""
     md = table.metadata
     head = md.current_snapshot()
     if planned.snapshot_id is None:
@@ -96,6 +99,11 @@ def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], 
         return [f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
                 f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced"]
     problems: list[str] = []
+    if removes_deletes:
+        if head.snapshot_id != planned.snapshot_id:
+            problems += _changed(planned.live, read_live(md, table.io, head.snapshot_id, planned.identifier), removed,
+                                 head.snapshot_id)
+        return problems
     if md.format_version > MAX_FORMAT_VERSION:
         problems.append(f"the table is now format version {md.format_version}")
     spec_ids = {int(f.spec_id or 0) for f in added}

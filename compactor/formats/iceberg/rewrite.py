@@ -260,9 +260,31 @@ def rewrite_bin(table: Table, state: IcebergState, paths: Sequence[str], names: 
                         time.perf_counter() - start)
 
 
+def verify_output(table: Table, state: IcebergState, paths: Sequence[str], rows_read: Sequence[int],
+                  out_path: str) -> FooterFacts:
+    """Verify a file another writer wrote for the bin of ``paths`` (the spark engine's rewrite) as this
+    module verifies its own: ``rows_read`` per input, after its deletes."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import sanitize_column_names
+
+    target = schema_to_pyarrow(sanitize_column_names(table.schema()), include_field_ids=True)
+    return _verify(table, state, paths, rows_read, out_path, target, lineage=table.metadata.format_version >= 3)
+
+
+#: the field ids of row lineage's columns (``_row_id``, ``_last_updated_sequence_number``): Iceberg's rewrite
+#: of a v3 table writes them into the new file, so every row keeps its id
+LINEAGE_FIELD_IDS = frozenset({"2147483540", "2147483539"})
+
+
+def _lineage_fields(schema: pa.Schema) -> list[pa.Field]:
+    return [f for f in schema if (f.metadata or {}).get(FIELD_ID, b"").decode() in LINEAGE_FIELD_IDS]
+
+
 def _verify(table: Table, state: IcebergState, paths: Sequence[str], rows_read: Sequence[int], out_path: str,
-            target: pa.Schema) -> FooterFacts:
-    """Verify the written file against its inputs (the module's docstring); its footer facts."""
+            target: pa.Schema, *, lineage: bool = False) -> FooterFacts:
+    """Verify the written file against its inputs (the module's docstring); its footer facts. ``lineage``:
+    the output may carry row lineage's columns after the data columns (a v3 table's rewrite by Iceberg);
+    they are not data, and the column check leaves them out."""
     schema = table.schema()
     by_path = {f.path: f for f in state.files}
     inputs = []
@@ -276,6 +298,11 @@ def _verify(table: Table, state: IcebergState, paths: Sequence[str], rows_read: 
         inputs.append(_as_table_names(md, pf.schema_arrow, schema))
         dropped.append(md.num_rows - read)
     out = _footer(table, out_path)
+    written = out.schema_arrow
+    extra = _lineage_fields(written) if lineage else []
+    if extra:
+        target = pa.schema([*target, *extra])
+        written = pa.schema([f for f in written if f not in extra])
     try:
         check_written(out, target, out_path)
     except ValueError as e:
@@ -284,7 +311,7 @@ def _verify(table: Table, state: IcebergState, paths: Sequence[str], rows_read: 
     if md.num_rows != sum(rows_read):
         raise VerificationError(f"{out_path} holds {md.num_rows} rows, but {sum(rows_read)} were read from its "
                                 f"{len(paths)} input(s) after deletes; nothing was committed")
-    problem = column_problem(inputs, md, out.schema_arrow, dropped if any(dropped) else ())
+    problem = column_problem(inputs, md, written, dropped if any(dropped) else ())
     if problem:
         raise VerificationError(f"the rewrite of {len(paths)} file(s) into {out_path}: {problem}; nothing was "
                                 "committed")

@@ -44,6 +44,10 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
     st = iceberg_state(planned)
     if ctx.dry_run:
         return ActionOutcome(details=ActionDetails(dry_run=True))
+    if ctx.table.engine == "spark":
+        from compactor.formats.iceberg.spark_run import run_compact_spark
+
+        return run_compact_spark(action, ctx, planned, table)
     root, options = location.uri, location.storage_options
     names = OutputNames()
     inputs = action.input_paths

@@ -1,0 +1,149 @@
+"""Iceberg in the spark engine's session: what the session needs (Iceberg's Spark runtime for the installed
+pyspark's Spark line, its SQL extension, the sqlite JDBC driver of SQL catalogs on sqlite), and the table
+as Iceberg's Java library loads it from the same catalog pyiceberg reads (``java_table``): a SQL catalog
+becomes Iceberg's JDBC catalog over the same database, a REST catalog the same REST server.
+
+Iceberg's runtime is tested at ``ICEBERG_VERSION`` (spark_rewrite.py uses its rewrite internals and
+refuses another version). Over Spark Connect there is no JVM in this process: the Iceberg path refuses."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from compactor.engines.spark_needs import SparkNeeds
+from compactor.errors import UnsupportedTableError
+from compactor.formats.iceberg.catalog import (
+    CatalogSettings,
+    IcebergCatalogError,
+    RestCatalogSettings,
+    cause,
+    describe,
+    parse_identifier,
+    settings_from,
+)
+from compactor.models.table import TableLocation
+
+#: the Iceberg release whose Spark runtime compactor loads and is tested with (1.12.0 has runtimes for
+#: Spark 4.1, none for 4.2)
+ICEBERG_VERSION = "1.12.0"
+ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+#: the JDBC driver of SQL catalogs kept in sqlite (other databases: add their driver to spark.packages)
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.54.1.0"
+
+
+def runtime_package() -> str:
+    """Iceberg's Spark runtime for the installed pyspark's Spark line (``iceberg-spark-runtime-4.1_2.13``)."""
+    import pyspark
+
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    return f"org.apache.iceberg:iceberg-spark-runtime-{line}_2.13:{ICEBERG_VERSION}"
+
+
+def spark_needs(loads: bool) -> tuple[SparkNeeds, ...]:
+    """What a session needs for Iceberg tables: required (the spark engine's Iceberg path runs in the JVM)."""
+    packages = (runtime_package(), SQLITE_JDBC) if loads else ()
+    return (SparkNeeds("Apache Iceberg", packages=packages, conf=(("spark.sql.extensions", ICEBERG_EXTENSION),),
+                       jvm_class="org.apache.iceberg.spark.SparkCatalog", sql_extension=ICEBERG_EXTENSION,
+                       required=True,
+                       hint=f"check Maven Central access ({runtime_package() if loads else 'the Iceberg runtime'})",
+                       connect_hint="compactor's Iceberg path on the spark engine needs a local JVM"),)
+
+
+def _jdbc(uri: str) -> dict[str, str]:
+    """Iceberg's JDBC catalog properties for pyiceberg's SQLAlchemy URL ``uri``."""
+    parts = urlsplit(uri)
+    dialect = parts.scheme.split("+", 1)[0]
+    if dialect == "sqlite":
+        return {"uri": f"jdbc:sqlite:{unquote(uri.split(':///', 1)[1]) if ':///' in uri else ''}"}
+    if dialect in ("postgresql", "postgres", "mysql"):
+        host = parts.hostname or "localhost"
+        port = f":{parts.port}" if parts.port else ""
+        props = {"uri": f"jdbc:{'postgresql' if dialect != 'mysql' else 'mysql'}://{host}{port}{parts.path}"}
+        if parts.username:
+            props["jdbc.user"] = unquote(parts.username)
+        if parts.password:
+            props["jdbc.password"] = unquote(parts.password)
+        return props
+    raise IcebergCatalogError(f"SQL catalog URL {parts.scheme}://...: the spark engine opens SQL catalogs on "
+                              "sqlite, PostgreSQL and MySQL through Iceberg's JDBC catalog")
+
+
+def java_catalog_properties(settings: CatalogSettings) -> dict[str, str]:
+    """The properties Iceberg's Java ``CatalogUtil.buildIcebergCatalog`` opens the same catalog with."""
+    props = {str(k): str(v) for k, v in settings.properties.items()}
+    if settings.warehouse is not None:
+        props["warehouse"] = settings.warehouse
+    if isinstance(settings, RestCatalogSettings):
+        props.update(type="rest", uri=settings.uri)
+        if settings.credential is not None:
+            props["credential"] = settings.credential
+        if settings.token is not None:
+            props["token"] = settings.token
+        return props
+    props.update(type="jdbc", **_jdbc(settings.uri))
+    props.setdefault("jdbc.schema-version", "V1")  # the schema pyiceberg's SqlCatalog creates and reads
+    return props
+
+
+_catalogs: dict[tuple[int, str, tuple[tuple[str, str], ...]], Any] = {}
+_lock = threading.Lock()
+
+
+def _java_catalog(spark: Any, settings: CatalogSettings) -> Any:
+    """Iceberg's Java catalog for ``settings`` in ``spark``'s JVM (one per session and catalog)."""
+    java = java_catalog_properties(settings)
+    key = (id(spark), settings.name, tuple(sorted(java.items())))
+    with _lock:
+        if key in _catalogs:
+            return _catalogs[key]
+        jvm = spark._jvm
+        props = jvm.java.util.HashMap()
+        for k, v in java.items():
+            props.put(k, v)
+        try:
+            catalog = jvm.org.apache.iceberg.CatalogUtil.buildIcebergCatalog(
+                settings.name, props, spark._jsc.hadoopConfiguration())
+        except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exceptions
+            raise IcebergCatalogError(f"{describe(settings)}: Spark cannot open it: {cause(e)}") from None
+        _catalogs[key] = catalog
+        return catalog
+
+
+def use_session_loader(spark: Any) -> None:
+    """Make the JVM thread serving this Python thread look classes up through the session's class loader:
+    py4j resolves ``jvm.org.apache.iceberg...`` through the thread's context class loader, and a thread py4j
+    started for a worker thread of this process may have one that does not see the jars Spark loaded
+    (``spark.jars``): Iceberg's classes then look absent at random."""
+    jvm = spark._jvm
+    thread = jvm.java.lang.Thread.currentThread()
+    thread.setContextClassLoader(spark._jsparkSession.sharedState().jarClassLoader())
+
+
+def java_table(spark: Any, location: TableLocation) -> Any:
+    """The table ``location`` names, loaded by Iceberg's Java library in ``spark``'s JVM."""
+    from compactor.engines.spark_connect import is_connect
+
+    if is_connect(spark):
+        raise UnsupportedTableError(f"{location.identifier}: the spark engine's Iceberg path needs a local JVM and "
+                                    "the session is a Spark Connect session",
+                                    hint="use a target whose spark settings start a local session, or the local engine")
+    ident, profile = location.identifier, location.catalog
+    if ident is None or profile is None:
+        raise IcebergCatalogError(f"{location.uri}: an Iceberg table is opened through its catalog")
+    settings = settings_from(profile)
+    use_session_loader(spark)
+    jvm = spark._jvm
+    parts = parse_identifier(f"{ident.namespace}.{ident.table}")
+    name = jvm.org.apache.iceberg.catalog.TableIdentifier.parse(".".join(parts))
+    try:
+        return _java_catalog(spark, settings).loadTable(name)
+    except Exception as e:  # noqa: BLE001
+        raise IcebergCatalogError(f"{describe(settings)}: Spark cannot load table {'.'.join(parts)}: {cause(e)}") from None
+
+
+def iceberg_version(spark: Any) -> str:
+    """The version of the Iceberg library loaded in ``spark``'s JVM."""
+    use_session_loader(spark)
+    return str(spark._jvm.org.apache.iceberg.IcebergBuild.version())
