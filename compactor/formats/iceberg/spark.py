@@ -8,7 +8,9 @@ refuses another version). Over Spark Connect there is no JVM in this process: th
 
 from __future__ import annotations
 
-import threading
+import contextlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -24,6 +26,8 @@ from compactor.formats.iceberg.catalog import (
     settings_from,
 )
 from compactor.models.table import TableLocation
+
+log = logging.getLogger(__name__)
 
 #: the Iceberg release whose Spark runtime compactor loads and is tested with (1.12.0 has runtimes for
 #: Spark 4.1, none for 4.2)
@@ -87,28 +91,17 @@ def java_catalog_properties(settings: CatalogSettings) -> dict[str, str]:
     return props
 
 
-_catalogs: dict[tuple[int, str, tuple[tuple[str, str], ...]], Any] = {}
-_lock = threading.Lock()
-
-
 def _java_catalog(spark: Any, settings: CatalogSettings) -> Any:
-    """Iceberg's Java catalog for ``settings`` in ``spark``'s JVM (one per session and catalog)."""
-    java = java_catalog_properties(settings)
-    key = (id(spark), settings.name, tuple(sorted(java.items())))
-    with _lock:
-        if key in _catalogs:
-            return _catalogs[key]
-        jvm = spark._jvm
-        props = jvm.java.util.HashMap()
-        for k, v in java.items():
-            props.put(k, v)
-        try:
-            catalog = jvm.org.apache.iceberg.CatalogUtil.buildIcebergCatalog(
-                settings.name, props, spark._jsc.hadoopConfiguration())
-        except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exceptions
-            raise IcebergCatalogError(f"{describe(settings)}: Spark cannot open it: {cause(e)}") from None
-        _catalogs[key] = catalog
-        return catalog
+    """Iceberg's Java catalog for ``settings`` in ``spark``'s JVM (the caller closes it)."""
+    jvm = spark._jvm
+    props = jvm.java.util.HashMap()
+    for k, v in java_catalog_properties(settings).items():
+        props.put(k, v)
+    try:
+        return jvm.org.apache.iceberg.CatalogUtil.buildIcebergCatalog(settings.name, props,
+                                                                      spark._jsc.hadoopConfiguration())
+    except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exceptions
+        raise IcebergCatalogError(f"{describe(settings)}: Spark cannot open it: {cause(e)}") from None
 
 
 def use_session_loader(spark: Any) -> None:
@@ -121,8 +114,11 @@ def use_session_loader(spark: Any) -> None:
     thread.setContextClassLoader(spark._jsparkSession.sharedState().jarClassLoader())
 
 
-def java_table(spark: Any, location: TableLocation) -> Any:
-    """The table ``location`` names, loaded by Iceberg's Java library in ``spark``'s JVM."""
+@contextlib.contextmanager
+def java_table(spark: Any, location: TableLocation) -> Iterator[Any]:
+    """The table ``location`` names, loaded by Iceberg's Java library in ``spark``'s JVM, through a catalog
+    opened for the caller's block and closed after it (a catalog kept across runs would keep connections
+    to a database that may have been replaced)."""
     from compactor.engines.spark_connect import is_connect
 
     if is_connect(spark):
@@ -134,13 +130,21 @@ def java_table(spark: Any, location: TableLocation) -> Any:
         raise IcebergCatalogError(f"{location.uri}: an Iceberg table is opened through its catalog")
     settings = settings_from(profile)
     use_session_loader(spark)
-    jvm = spark._jvm
     parts = parse_identifier(f"{ident.namespace}.{ident.table}")
-    name = jvm.org.apache.iceberg.catalog.TableIdentifier.parse(".".join(parts))
+    catalog = _java_catalog(spark, settings)
     try:
-        return _java_catalog(spark, settings).loadTable(name)
-    except Exception as e:  # noqa: BLE001
-        raise IcebergCatalogError(f"{describe(settings)}: Spark cannot load table {'.'.join(parts)}: {cause(e)}") from None
+        try:
+            table = catalog.loadTable(spark._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(".".join(parts)))
+        except Exception as e:  # noqa: BLE001
+            raise IcebergCatalogError(f"{describe(settings)}: Spark cannot load table {'.'.join(parts)}: "
+                                      f"{cause(e)}") from None
+        yield table
+    finally:
+        if hasattr(catalog, "close"):
+            try:
+                catalog.close()
+            except Exception as e:  # noqa: BLE001 - the action's outcome stands
+                log.debug("closing %s: %s", describe(settings), e)
 
 
 def iceberg_version(spark: Any) -> str:

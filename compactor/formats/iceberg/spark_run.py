@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from compactor.errors import ApplyError
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -30,6 +30,8 @@ from compactor.runtime.journal import OWNED_PREFIX, ActionJournal
 if TYPE_CHECKING:
     from pyiceberg.table import Table
 
+    from compactor.formats.iceberg.state import IcebergState
+
 log = logging.getLogger(__name__)
 
 
@@ -40,7 +42,13 @@ def run_compact_spark(action: CompactAction, ctx: ActionContext, planned: TableS
     if spark is None:
         raise ApplyError(f"{st.identifier}: the spark engine has no Spark session for Iceberg's rewrite")
     check_runtime(spark)
-    jtable = java_table(spark, location)
+    with java_table(spark, location) as jtable:
+        return _run(action, ctx, st, table, spark, jtable)
+
+
+def _run(action: CompactAction, ctx: ActionContext, st: IcebergState, table: Table, spark: Any,
+         jtable: Any) -> ActionOutcome:
+    location = ctx.location
     rel = f"data/{OWNED_PREFIX}{uuid.uuid4().hex}"
     folder = f"{table.location().rstrip('/')}/{rel}"
     key = ctx.commit_metadata.get("compactor.action") or f"iceberg-{uuid.uuid4().hex}"

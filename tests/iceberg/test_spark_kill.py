@@ -1,0 +1,134 @@
+"""A spark-engine rewrite of a Spark-written Iceberg table killed at each of its crash points
+(formats/iceberg/faults.py) loses no row, and the next runs recover and converge: what Spark wrote into the
+action's own folder and no snapshot references is deleted through the deletion gate (the journal named the
+folder before Spark wrote a file), a commit that landed stays, and plan -> apply -> plan ends with nothing
+to do (``--detailed-exitcode`` 0).
+
+The kill is simulated in this process as the format contract suite simulates it (tests/formats/contract/
+lake.py): the catalog and the warehouse are snapshotted when the run reaches the point and put back after
+it, the lease left naming a process that is gone; a real SIGKILL leaves the same files, and a subprocess
+per kill would start a JVM each time. ``COMPACTOR_ICEBERG_KILLS=<n>`` adds ``n`` real SIGKILLs of
+``compactor apply`` subprocesses at random moments of the Spark write (long mode, outside CI)."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
+
+from compactor.formats.iceberg.catalog import open_table  # noqa: E402
+from compactor.formats.iceberg.faults import CRASH_POINTS  # noqa: E402
+from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
+from compactor.runtime import faults  # noqa: E402
+from tests.formats.contract.lake import RUN_WRITERS, Killed, _lease_of_a_dead_process  # noqa: E402
+from tests.iceberg.test_spark_apply import _make, _project, _rows  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.iceberg_jars, pytest.mark.delta_jars]
+
+
+def _unreferenced_outputs(table: Any) -> list[Path]:
+    table.refresh()
+    root = Path(table.location().removeprefix("file:").removeprefix("//"))
+    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
+    files = [p for p in root.glob("data/compactor-*/**/*") if p.is_file() and str(p) not in refs]
+    # Hadoop's local file system writes a checksum beside each file (.<name>.crc): a live file's stays
+    return [p for p in files if not (p.name.startswith(".") and p.name.endswith(".crc")
+                                     and str(p.with_name(p.name[1:-4])) in refs)]
+
+
+def _converge(project: Any) -> None:
+    for _ in range(3):
+        r = project.cli("plan", "--detailed-exitcode")
+        if r.exit_code == 0:
+            return
+        assert r.exit_code == 2, r.output
+        r = project.cli("apply", str(project.plan_file))
+        assert r.exit_code == 0, r.output
+    raise AssertionError("plan -> apply did not converge in 3 rounds")
+
+
+@pytest.mark.parametrize("point", list(CRASH_POINTS))
+def test_a_spark_rewrite_killed_at_a_crash_point_is_recovered_and_converges(
+        iceberg_spark: Any, tmp_path: Path, point: str) -> None:
+    spark = iceberg_spark
+    cat, t = _make(spark, tmp_path, 2)
+    table = open_table(cat.settings(), "db.t")
+    before = _rows(spark, t)
+    project = _project(tmp_path, cat)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+
+    killed = tmp_path / "killed"
+    reached: list[str] = []
+
+    def hook(name: str) -> None:
+        if name == point and not reached:
+            reached.append(name)
+            shutil.copytree(cat.root, killed, ignore=shutil.ignore_patterns(".*.tmp"))
+            raise Killed(name)
+
+    previous = faults.set_hook(hook)
+    threads = set(threading.enumerate())
+    try:
+        project.cli("apply", str(project.plan_file))
+    except Killed:
+        pass
+    finally:
+        faults.set_hook(previous)
+    for thread in set(threading.enumerate()) - threads:
+        if thread.name in RUN_WRITERS:
+            thread.join(timeout=60)
+    assert reached == [point]
+    shutil.rmtree(cat.root)
+    shutil.move(killed, cat.root)
+    table = open_table(cat.settings(), "db.t")
+    _lease_of_a_dead_process(Path(table.location().removeprefix("file:").removeprefix("//")))
+    if point != "iceberg.journal_written":
+        assert any(p.suffix == ".parquet" for p in Path(cat.root).glob("warehouse/db/t/data/compactor-*/**/*"))
+
+    _converge(project)
+    assert _rows(spark, t) == before
+    assert _unreferenced_outputs(table) == []
+    journal = Path(table.location().removeprefix("file:").removeprefix("//")) / "_compactor" / "journal"
+    assert not list(journal.glob("*.json"))
+
+
+KILLS = int(os.environ.get("COMPACTOR_ICEBERG_KILLS", "0"))
+
+
+@pytest.mark.skipif(KILLS == 0, reason="long mode: set COMPACTOR_ICEBERG_KILLS=<n> for n real SIGKILLs of "
+                                       "`compactor apply` at random moments (each starts a JVM)")
+def test_real_sigkills_at_random_moments_lose_no_row_and_converge(iceberg_spark: Any, tmp_path: Path) -> None:
+    spark = iceberg_spark
+    cat, t = _make(spark, tmp_path, 2)
+    table = open_table(cat.settings(), "db.t")
+    before = _rows(spark, t)
+    project = _project(tmp_path, cat)
+    rng = random.Random(int(os.environ.get("COMPACTOR_ICEBERG_KILL_SEED", "39")))
+    for k in range(KILLS):
+        r = project.cli("plan", "--detailed-exitcode")
+        if r.exit_code == 0:  # converged: more rows to compact
+            spark.sql(f"INSERT INTO {t} SELECT * FROM {t} WHERE id < 0")
+            break
+        proc = subprocess.Popen([sys.executable, "-m", "compactor", "apply", str(project.plan_file),
+                                 "--project-dir", str(project.root)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(5.0, 40.0))  # the JVM start takes most of the first 20 s here
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert _rows(spark, t) == before, f"kill {k}"
+    _converge(project)
+    assert _rows(spark, t) == before
+    assert _unreferenced_outputs(table) == []
