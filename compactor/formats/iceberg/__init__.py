@@ -14,7 +14,6 @@ import datetime as dt
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from compactor.errors import ApplyError
 from compactor.formats.base import (
     ActionContext,
     ActionOutcome,
@@ -78,10 +77,16 @@ class IcebergFormat:
         return run_action(action, ctx)
 
     def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
-        return None  # one replace snapshot per action
+        from compactor.formats.iceberg.run import SPARK_GROUP
+        from compactor.planning.actions import CompactAction
+
+        # the spark engine commits a group's bins as one snapshot; the local engine one snapshot per action
+        return SPARK_GROUP if isinstance(action, CompactAction) and engine().name == "spark" else None
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
-        raise ApplyError("Iceberg actions are not grouped")
+        from compactor.formats.iceberg.run import run_group
+
+        return list(run_group(actions, ctx))
 
     def recover(self, table: TableLocation, *, grace_s: float) -> list[str]:
         from compactor.formats.iceberg.recovery import recover

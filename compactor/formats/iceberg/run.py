@@ -47,7 +47,7 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
     if ctx.table.engine == "spark":
         from compactor.formats.iceberg.spark_run import run_compact_spark
 
-        return run_compact_spark(action, ctx, planned, table)
+        return run_compact_spark((action,), ctx, planned, table)[0]
     root, options = location.uri, location.storage_options
     names = OutputNames()
     inputs = action.input_paths
@@ -88,3 +88,27 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
         rows_removed=sum(b.rows_in - b.rows_deleted for b in bins), rows_added=sum(b.rows_out for b in bins),
         version_before=planned_id, version_after=result.snapshot_id, removed_paths=result.removed,
         added_paths=result.added, details=ActionDetails(method="rewrite", bins=len(bins)))
+
+
+def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOutcome]:
+    """Compact actions of one commit group (the spark engine's: ``group_key``), planned at one snapshot."""
+    from compactor.formats.iceberg.spark_run import run_compact_spark
+
+    compacts = [a for a in actions if isinstance(a, CompactAction)]
+    versions = {a.precondition.table_version for a in compacts}
+    if len(compacts) != len(actions) or len(versions) != 1:
+        raise ApplyError("an Iceberg commit group holds compact actions planned at one snapshot only")
+    planned_id = versions.pop()
+    try:
+        planned, table = read_iceberg_state(ctx.location, planned_id)
+    except TableReadError as e:
+        raise StalePlanError(f"cannot read the table at the planned snapshot {planned_id}: {e.message}; nothing "
+                             "was committed", hint="plan again") from None
+    if ctx.dry_run:
+        return [ActionOutcome(details=ActionDetails(dry_run=True)) for _ in actions]
+    outcomes: list[ActionOutcome] = run_compact_spark(compacts, ctx, planned, table)
+    return outcomes
+
+
+#: the group key of compact actions the spark engine may commit together
+SPARK_GROUP = "iceberg-spark"

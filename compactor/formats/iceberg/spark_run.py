@@ -1,7 +1,9 @@
-"""Apply one planned ``compact`` action to an Iceberg table with the spark engine: the exact-bin rewrite of
-spark_rewrite.py, journaled (the action's own output folder is named before Spark writes a file into it),
-checked against the table's head before the commit (the planned files still live, their deletes
-unchanged), fenced, and committed as one ``replace`` snapshot. A refused or failed action deletes the
+"""Apply planned ``compact`` actions to an Iceberg table with the spark engine, a commit group at a time
+(the profile's ``commit_every_bins``/``commit_every_bytes``, as for Delta): the exact-bin rewrite of
+spark_rewrite.py, its bins written by concurrent Spark jobs (``max_concurrent_rewrites``, default 4),
+journaled (the group's own output folder is named before Spark writes a file into it), checked against
+the table's head before the commit (the planned files still live, their deletes unchanged), fenced, and
+committed as one ``replace`` snapshot. A refused or failed action deletes the
 files Spark wrote that no snapshot references, through the deletion gate (recovery.py); a commit whose
 outcome the catalog did not report keeps them for the next run's recovery."""
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from compactor.errors import ApplyError
@@ -35,26 +38,45 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def run_compact_spark(action: CompactAction, ctx: ActionContext, planned: TableState, table: Table) -> ActionOutcome:
+def run_compact_spark(actions: Sequence[CompactAction], ctx: ActionContext, planned: TableState,
+                      table: Table) -> list[ActionOutcome]:
+    """Rewrite and commit ``actions`` (planned at the snapshot ``planned`` was read at) as one snapshot;
+    their outcomes in order. Raises when nothing was committed."""
     st = iceberg_state(planned)
-    location = ctx.location
     spark = getattr(ctx.engine(), "spark", None)
     if spark is None:
         raise ApplyError(f"{st.identifier}: the spark engine has no Spark session for Iceberg's rewrite")
     check_runtime(spark)
-    with java_table(spark, location) as jtable:
-        return _run(action, ctx, st, table, spark, jtable)
+    with java_table(spark, ctx.location) as jtable:
+        return _run(actions, ctx, st, table, spark, jtable)
 
 
-def _run(action: CompactAction, ctx: ActionContext, st: IcebergState, table: Table, spark: Any,
-         jtable: Any) -> ActionOutcome:
+#: bins one Spark job rewrites when the profile sets no ``max_concurrent_rewrites`` (each bin one task of
+#: the job; bigger jobs amortise the driver's per-job work: 200 one-bin jobs took 19 s here, 4 at a time)
+DEFAULT_BINS_PER_JOB = 25
+#: Spark jobs submitted at once (the driver plans one while the other runs)
+CONCURRENT_JOBS = 2
+
+
+def _batches(bins: Sequence[tuple[str, ...]], st: IcebergState, per_job: int | None) -> list[list[tuple[str, ...]]]:
+    """The bins in jobs of at most ``per_job`` (the profile's ``max_concurrent_rewrites``; 1: one bin per job),
+    each job's bins of one partition spec (a job writes into one spec)."""
+    size = per_job or DEFAULT_BINS_PER_JOB
+    by_spec: dict[int, list[tuple[str, ...]]] = {}
+    for b in bins:
+        by_spec.setdefault(st.file(b[0]).spec_id, []).append(b)
+    return [group[i:i + size] for group in by_spec.values() for i in range(0, len(group), size)]
+
+
+def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState, table: Table, spark: Any,
+         jtable: Any) -> list[ActionOutcome]:
     location = ctx.location
     rel = f"data/{OWNED_PREFIX}{uuid.uuid4().hex}"
     folder = f"{table.location().rstrip('/')}/{rel}"
     key = ctx.commit_metadata.get("compactor.action") or f"iceberg-{uuid.uuid4().hex}"
     entry = ActionJournal(location.uri, ctx.commit_metadata.get("compactor.run_id", ""), key, st.snapshot_id,
                           owned=[rel], storage_options=location.storage_options)
-    bins: list[SparkBin] = []
+    planned_bins = [tuple(b) for a in actions for b in a.bins]
     committed = False
 
     def verify(paths: Sequence[str], rows: Sequence[int], out: str) -> None:
@@ -64,11 +86,21 @@ def _run(action: CompactAction, ctx: ActionContext, st: IcebergState, table: Tab
         with entry:
             crash_point("iceberg.journal_written")
             rewrite = SparkRewrite(spark, jtable, st, folder)
-            rows = rewrite.rows_after_deletes(action.input_paths)
-            for b in action.bins:
-                bins.append(rewrite.rewrite_bin(b, rows, verify))
+            rows = rewrite.rows_after_deletes([p for b in planned_bins for p in b])
+
+            def job(batch: list[tuple[str, ...]]) -> list[SparkBin]:
+                done = rewrite.rewrite_bins(batch, rows, verify)
                 if ctx.on_bin_done is not None:
-                    ctx.on_bin_done(sum(st.file(p).size for p in b))
+                    for paths in batch:
+                        ctx.on_bin_done(sum(st.file(p).size for p in paths))
+                return done
+
+            batches = _batches(planned_bins, st, ctx.target.threads)
+            with ThreadPoolExecutor(max_workers=min(len(batches), CONCURRENT_JOBS) or 1,
+                                    thread_name_prefix="iceberg-bins") as pool:
+                by_batch = list(pool.map(job, batches))
+            done_bins = {b.inputs: b for found in by_batch for b in found}
+            bins = [done_bins[paths] for paths in planned_bins]
             crash_point("iceberg.outputs_written")
             removed = [p for b in bins for p in b.inputs]
             table.refresh()
@@ -92,10 +124,16 @@ def _run(action: CompactAction, ctx: ActionContext, st: IcebergState, table: Tab
                 log.warning("%s: could not delete the outputs of a refused rewrite yet: %s", location.identifier, e)
         raise
     sizes = {f.path: f.size for f in st.files}
-    added = [b.output_path for b in bins if b.output_path is not None]
-    return ActionOutcome(
-        files_removed=len(removed), files_added=len(added), bytes_removed=sum(sizes[p] for p in removed),
-        bytes_added=sum(b.output_size for b in bins), rows_removed=sum(b.rows_in - b.rows_deleted for b in bins),
-        rows_added=sum(b.rows_out for b in bins), version_before=st.snapshot_id, version_after=snapshot_id,
-        removed_paths=tuple(removed), added_paths=tuple(added),
-        details=ActionDetails(method="rewrite", bins=len(bins)))
+    by_inputs = {b.inputs: b for b in bins}
+    outcomes = []
+    for a in actions:
+        mine = [by_inputs[tuple(b)] for b in a.bins]
+        gone = [p for b in mine for p in b.inputs]
+        added = [b.output_path for b in mine if b.output_path is not None]
+        outcomes.append(ActionOutcome(
+            files_removed=len(gone), files_added=len(added), bytes_removed=sum(sizes[p] for p in gone),
+            bytes_added=sum(b.output_size for b in mine), rows_removed=sum(b.rows_in - b.rows_deleted for b in mine),
+            rows_added=sum(b.rows_out for b in mine), version_before=st.snapshot_id, version_after=snapshot_id,
+            removed_paths=tuple(gone), added_paths=tuple(added),
+            details=ActionDetails(method="rewrite", bins=len(mine))))
+    return outcomes

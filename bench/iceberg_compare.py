@@ -1,0 +1,92 @@
+"""compactor's Iceberg apply on the spark engine against a hand-run ``rewrite_data_files``, whole process
+each (issue 39's goal: <= 0.8x), on a Spark-written table of 200 partitions x 10 small files in a JDBC
+catalog on sqlite, local[2]. Each run starts from the same table: the catalog and the warehouse are put
+back from a pristine copy first (in both commands, so both pay it).
+
+    python bench/iceberg_compare.py setup /tmp/icebench           # the table, the project, its plan
+    farm-bench --vs 'python bench/iceberg_compare.py native /tmp/icebench' \\
+        -- python bench/iceberg_compare.py compactor /tmp/icebench
+
+``native``: one process starts Spark with Iceberg's runtime and CALLs ``system.rewrite_data_files`` on the
+table (its defaults: every partition's 10 files into one). ``compactor``: ``compactor apply`` of the plan
+made at setup (the same files, one output per partition), in a process of its own as a deploy pipeline
+runs it. Both check the row count afterwards."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PARTITIONS, FILES = 200, 10
+CATALOG = "bench"
+
+
+def _session(root: Path):  # noqa: ANN202 - pyspark is optional for the package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.iceberg.spark_tables import JdbcCatalog, build_session
+
+    cat = JdbcCatalog(CATALOG, root / "ice")
+    conf = {"spark.ui.enabled": "false", **{k: v for k, v in cat.spark_conf().items()}}
+    return build_session("local[2]", "iceberg-bench", conf), cat
+
+
+def _restore(root: Path) -> None:
+    for live, pristine in ((root / "ice", root / "pristine"), (root / "proj", root / "pristine-proj")):
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.copytree(pristine, live)
+
+
+def setup(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    (root / "ice" / "warehouse").mkdir(parents=True)
+    spark, cat = _session(root)
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
+    t = f"{CATALOG}.db.t"
+    spark.sql(f"""CREATE TABLE {t} (id BIGINT, p INT, s STRING, v DOUBLE) USING iceberg PARTITIONED BY (p)
+                  TBLPROPERTIES ('format-version' = '2')""")
+    rows = 200_000
+    for i in range(FILES):
+        spark.sql(f"""INSERT INTO {t} SELECT id, CAST(id % {PARTITIONS} AS INT), concat('s', CAST(id AS STRING)),
+                      id * 0.5 FROM range({i * rows}, {(i + 1) * rows}) DISTRIBUTE BY CAST(id % {PARTITIONS} AS INT)""")
+    files = spark.sql(f"SELECT count(*) FROM {t}.files").collect()[0][0]
+    spark.stop()
+    proj = root / "proj"
+    (proj / "policies").mkdir(parents=True)
+    (proj / "compactor.yml").write_text("name: icebench\n")
+    (proj / "profiles.yml").write_text(
+        f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: spark\n      spark: {{master: 'local[2]'}}\n"
+        f"      catalogs:\n        {CATALOG}: {{type: sql, uri: \"{cat.uri}\", warehouse: \"{cat.warehouse}\"}}\n")
+    (proj / "policies" / "t.yml").write_text(
+        f"version: 1\ntables:\n  - name: t\n    format: iceberg\n    catalog: {{name: {CATALOG}, namespace: db, table: t}}\n"
+        "    compaction: {target_file_size: 512MiB, triggers: {min_input_files: 2}}\n")
+    subprocess.run([sys.executable, "-m", "compactor", "plan", "--project-dir", str(proj)], check=True)
+    shutil.copytree(root / "ice", root / "pristine")
+    shutil.copytree(proj, root / "pristine-proj")
+    print(f"{files} data files in {PARTITIONS} partitions; plan at {proj / 'target' / 'plan.json'}")
+
+
+def native(root: Path) -> None:
+    _restore(root)
+    start = time.perf_counter()
+    spark, _ = _session(root)
+    t = f"{CATALOG}.db.t"
+    out = spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => 'db.t')").collect()[0]
+    n = spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0]
+    print(f"native: {out[0]} -> {out[1]} files, {n} rows, {time.perf_counter() - start:.1f}s")
+
+
+def compactor(root: Path) -> None:
+    _restore(root)
+    proj = root / "proj"
+    r = subprocess.run([sys.executable, "-m", "compactor", "apply", str(proj / "target" / "plan.json"),
+                        "--project-dir", str(proj)], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(r.stdout[-2000:] + r.stderr[-2000:])
+    print(r.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    {"setup": setup, "native": native, "compactor": compactor}[sys.argv[1]](Path(sys.argv[2]))
