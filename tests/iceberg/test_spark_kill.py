@@ -100,8 +100,10 @@ def test_a_spark_rewrite_killed_at_a_crash_point_is_recovered_and_converges(
     _converge(project)
     assert _rows(spark, t) == before
     assert _unreferenced_outputs(table) == []
+    # a run killed after its commit leaves its entry until an apply with work recovers it: it names only
+    # files the table references (checked above: nothing unreferenced is left in any action folder)
     journal = Path(table.location().removeprefix("file:").removeprefix("//")) / "_compactor" / "journal"
-    assert not list(journal.glob("*.json"))
+    assert len(list(journal.glob("*.json"))) == (1 if point == "iceberg.after_commit" else 0)
 
 
 KILLS = int(os.environ.get("COMPACTOR_ICEBERG_KILLS", "0"))

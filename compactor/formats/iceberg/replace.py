@@ -85,12 +85,9 @@ class ReplaceResult:
     rows_added: int
 
 
-def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], added: Sequence[DataFile], *,
-                   removes_deletes: bool = False) -> list[str]:
+def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], added: Sequence[DataFile]) -> list[str]:
     """Why committing ``removed`` -> ``added`` to ``table`` as it is now (planned at ``planned``) would not be
-    the reviewed rewrite; empty when it is. ``removes_deletes``: the commit is Iceberg's own (the spark
-    engine), which writes every format version, applies equality deletes and removes the delete files only
-    the removed files referenced: only the table's history and the files' deletes are checked."""
+    the reviewed rewrite; empty when it is."""
     md = table.metadata
     head = md.current_snapshot()
     if planned.snapshot_id is None:
@@ -99,11 +96,6 @@ def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], 
         return [f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
                 f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced"]
     problems: list[str] = []
-    if removes_deletes:
-        if head.snapshot_id != planned.snapshot_id:
-            problems += _changed(planned.live, read_live(md, table.io, head.snapshot_id, planned.identifier), removed,
-                                 head.snapshot_id)
-        return problems
     if md.format_version > MAX_FORMAT_VERSION:
         problems.append(f"the table is now format version {md.format_version}")
     spec_ids = {int(f.spec_id or 0) for f in added}
@@ -123,6 +115,23 @@ def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], 
     if stranded:
         problems.append(stranded)
     return problems
+
+
+def stale_by_group(table: Table, planned: IcebergState, groups: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Per group of files to replace (an action's), why replacing them now would not be the reviewed
+    rewrite (the spark engine's commit, which removes delete files itself: ``stale_problems`` with
+    ``removes_deletes``), reading the table's head once."""
+    md = table.metadata
+    head = md.current_snapshot()
+    if planned.snapshot_id is None or head is None or \
+            all(s.snapshot_id != planned.snapshot_id for s in ancestors_of(head, md)):
+        problem = (f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
+                   f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced")
+        return [[problem] for _ in groups]
+    if head.snapshot_id == planned.snapshot_id:
+        return [[] for _ in groups]
+    live = read_live(md, table.io, head.snapshot_id, planned.identifier)
+    return [_changed(planned.live, live, removed, head.snapshot_id) for removed in groups]
 
 
 def _changed(planned: LiveFiles, head: LiveFiles, removed: Sequence[str], head_id: int) -> list[str]:

@@ -47,7 +47,10 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
     if ctx.table.engine == "spark":
         from compactor.formats.iceberg.spark_run import run_compact_spark
 
-        return run_compact_spark((action,), ctx, planned, table)[0]
+        outcome = run_compact_spark((action,), ctx, planned, table)[0]
+        if isinstance(outcome, StalePlanError):
+            raise outcome
+        return outcome
     root, options = location.uri, location.storage_options
     names = OutputNames()
     inputs = action.input_paths
@@ -90,7 +93,7 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
         added_paths=result.added, details=ActionDetails(method="rewrite", bins=len(bins)))
 
 
-def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOutcome]:
+def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOutcome | StalePlanError]:
     """Compact actions of one commit group (the spark engine's: ``group_key``), planned at one snapshot."""
     from compactor.formats.iceberg.spark_run import run_compact_spark
 
@@ -106,8 +109,7 @@ def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOut
                              "was committed", hint="plan again") from None
     if ctx.dry_run:
         return [ActionOutcome(details=ActionDetails(dry_run=True)) for _ in actions]
-    outcomes: list[ActionOutcome] = run_compact_spark(compacts, ctx, planned, table)
-    return outcomes
+    return list(run_compact_spark(compacts, ctx, planned, table))
 
 
 #: the group key of compact actions the spark engine may commit together

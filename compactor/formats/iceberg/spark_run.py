@@ -20,7 +20,8 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.live import stranded_deletes
 from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.recovery import recover
-from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_problems
+from compactor.formats.iceberg.references import delete_unreferenced
+from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_by_group
 from compactor.formats.iceberg.rewrite import verify_output
 from compactor.formats.iceberg.spark import java_table
 from compactor.formats.iceberg.spark_rewrite import SparkBin, SparkRewrite, check_runtime
@@ -39,9 +40,10 @@ log = logging.getLogger(__name__)
 
 
 def run_compact_spark(actions: Sequence[CompactAction], ctx: ActionContext, planned: TableState,
-                      table: Table) -> list[ActionOutcome]:
+                      table: Table) -> list[ActionOutcome | StaleReplaceError]:
     """Rewrite and commit ``actions`` (planned at the snapshot ``planned`` was read at) as one snapshot;
-    their outcomes in order. Raises when nothing was committed."""
+    their outcomes in order (the error of an action a change since planning made stale: its bins are left
+    out of the commit). Raises when nothing was committed."""
     st = iceberg_state(planned)
     spark = getattr(ctx.engine(), "spark", None)
     if spark is None:
@@ -69,7 +71,7 @@ def _batches(bins: Sequence[tuple[str, ...]], st: IcebergState, per_job: int | N
 
 
 def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState, table: Table, spark: Any,
-         jtable: Any) -> list[ActionOutcome]:
+         jtable: Any) -> list[ActionOutcome | StaleReplaceError]:
     location = ctx.location
     rel = f"data/{OWNED_PREFIX}{uuid.uuid4().hex}"
     folder = f"{table.location().rstrip('/')}/{rel}"
@@ -102,18 +104,24 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
             done_bins = {b.inputs: b for found in by_batch for b in found}
             bins = [done_bins[paths] for paths in planned_bins]
             crash_point("iceberg.outputs_written")
-            removed = [p for b in bins for p in b.inputs]
             table.refresh()
-            problems = stale_problems(table, st, removed, [], removes_deletes=True)
-            if problems:
-                raise StaleReplaceError(f"{st.identifier}: not committed, the plan is stale: {'; '.join(problems)}",
-                                        hint="plan again")
+            problems = stale_by_group(table, st, [a.input_paths for a in actions])
+            stale = {i: StaleReplaceError(f"{st.identifier}: not committed, the plan is stale: {'; '.join(p)}",
+                                          hint="plan again") for i, p in enumerate(problems) if p}
+            if len(stale) == len(actions):
+                raise next(iter(stale.values()))
+            fresh = {tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins}
+            kept = [b for b in bins if b.inputs in fresh]
+            removed = [p for b in kept for p in b.inputs]
             stranded = sorted(stranded_deletes(st.live, table.io, set(removed)))
             if ctx.fence is not None:
                 ctx.fence()
-            snapshot_id = rewrite.commit(bins, stranded, ctx.commit_metadata)
+            snapshot_id = rewrite.commit(kept, stranded, ctx.commit_metadata)
             committed = True
             crash_point("iceberg.after_commit")
+            left = [b.output_path for b in bins if b.inputs not in fresh and b.output_path is not None]
+            if left:  # the outputs of the stale actions' bins: no snapshot references them
+                delete_unreferenced(table, left, location.storage_options)
     except CommitOutcomeUnknown:
         raise  # the outputs stay: the commit may have landed (the next run's recovery judges them)
     except BaseException:
@@ -125,8 +133,11 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
         raise
     sizes = {f.path: f.size for f in st.files}
     by_inputs = {b.inputs: b for b in bins}
-    outcomes = []
-    for a in actions:
+    outcomes: list[ActionOutcome | StaleReplaceError] = []
+    for i, a in enumerate(actions):
+        if i in stale:
+            outcomes.append(stale[i])
+            continue
         mine = [by_inputs[tuple(b)] for b in a.bins]
         gone = [p for b in mine for p in b.inputs]
         added = [b.output_path for b in mine if b.output_path is not None]
