@@ -21,8 +21,9 @@ def test_the_registry_line() -> None:
     assert spec.yields_to == frozenset({"delta"}) and spec.strategies == frozenset({"bin_pack"})
     assert "metadata" in metadata_names()
     assert get_format("iceberg").name == "iceberg" and get_format("iceberg").libraries == ("pyiceberg",)
-    assert action_types("iceberg") == frozenset({"compact"})
-    assert {"iceberg_delete_files", "iceberg_older_spec", "iceberg_not_parquet"} <= set(skip_reasons())
+    assert action_types("iceberg") == frozenset({"compact", "expire_snapshots", "remove_orphan_files"})
+    assert {"iceberg_delete_files", "iceberg_older_spec", "iceberg_not_parquet", "iceberg_nothing_to_expire",
+            "iceberg_no_orphan_files"} <= set(skip_reasons())
     assert {"sql", "rest"} <= set(CATALOG_TYPES)
 
 
