@@ -10,8 +10,8 @@ one of them after compactor checked it would be lost silently. So the commit car
 - where the catalog checks requirements itself, against the metadata it commits on under its own
   compare-and-swap (SQL, and pyiceberg's other non-REST catalogs), ``AssertExpirable``: every snapshot to
   expire is still there, is not the current one and no branch or tag points to it, a tag made since
-  included. A REST server does not know this requirement: there a ref created in the instant between the
-  check and the commit is not caught by the commit, and ``expire`` reports it afterwards.
+  included. A REST server does not know this requirement: there a ref created on one of them in the instant
+  between the check and the commit is not caught, and is dropped with it (docs/safety.md says so).
 
 The one module besides replace.py pinned to pyiceberg's private API (its ``_commit`` and requirement
 classes): the version is asserted at import, by replace.py's pin."""

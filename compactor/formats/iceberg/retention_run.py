@@ -103,9 +103,6 @@ def _expire(action: ExpireSnapshotsAction, ctx: ActionContext) -> ActionOutcome:
     if left:
         raise ApplyError(f"{name}: the expiry committed but snapshot(s) {left} are still in the table's metadata; "
                          "nothing was deleted")
-    lost = sorted({r.name for r in refs} - set(table.metadata.refs))
-    if lost:  # a REST catalog: a ref made on an expiring snapshot in the instant before the commit (expire.py)
-        log.warning("%s: branch(es) or tag(s) %s are gone after the expiry", name, lost)
     kept = {p: "no manifest of an expired snapshot names it" for p in action.files if p not in named}
     if ctx.fence is not None:
         ctx.fence()
