@@ -305,3 +305,23 @@ def test_a_location_that_also_holds_another_formats_log_plans_no_orphan_removal(
     assert r.exit_code == 0, r.output
     (skip,) = [s for s in project.table_plan()["skipped"] if s["reason"] == "unsupported"]
     assert "_delta_log" in skip["message"] and orphan.exists()
+
+
+def test_a_rollback_after_planning_that_brings_a_planned_snapshot_into_the_kept_history_makes_it_stale(
+        tmp_path: Path) -> None:
+    """retain_last counts the current history: rolled back to the overwrite, the append before it is among
+    the newest two again, so the plan that expires it is stale and nothing is committed."""
+    t, gone = _history(tmp_path)
+    snaps = [s.snapshot_id for s in t.metadata.snapshots]
+    project = Project.make(tmp_path, "unpartitioned",
+                           policy_text=_policy("unpartitioned", expire="older_than: 1s, retain_last: 2"))
+    assert project.cli("plan").exit_code == 0
+    assert _action(project, "expire_snapshots")["params"]["snapshots"] == sorted(snaps[:4])
+    t.manage_snapshots().set_current_snapshot(snapshot_id=snaps[4]).commit()
+    t.refresh()
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    result = _result(project, "expire_snapshots")
+    assert result["status"] == "stale" and f"[{snaps[3]}] may no longer expire" in result["error"], result
+    t.refresh()
+    assert [s.snapshot_id for s in t.metadata.snapshots] == snaps and _local(gone).exists()

@@ -18,7 +18,7 @@ classes): the version is asserted at import, by replace.py's pin."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Literal
 
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
@@ -94,15 +94,17 @@ def _checks_requirements_itself(table: Table) -> bool:
     return not type(table.catalog).__module__.startswith("pyiceberg.catalog.rest")
 
 
-def expire(table: Table, snapshot_ids: Collection[int], where: str) -> None:
-    """Expire ``snapshot_ids`` from ``table`` (as loaded: checked with it just before), conditionally (module
-    docstring). When another writer's commit wins the catalog's compare-and-swap (an append moves ``main``),
-    the table is read again and checked again, up to ATTEMPTS times. Raises StalePlanError when a snapshot is
-    no longer expirable (nothing committed), ExpiryOutcomeUnknown when the catalog did not say whether it
-    landed, ApplyError when the table kept changing."""
+def expire(table: Table, snapshot_ids: Collection[int], where: str,
+           check: Callable[[TableMetadata], list[str]] | None = None) -> None:
+    """Expire ``snapshot_ids`` from ``table`` (as loaded), conditionally (module docstring), once ``unexpirable``
+    and ``check`` (the caller's own rule) find nothing against them. When another writer's commit wins the
+    catalog's compare-and-swap (an append moves ``main``), the table is read and checked again, up to
+    ATTEMPTS times. Raises StalePlanError when a snapshot is no longer expirable (nothing committed),
+    ExpiryOutcomeUnknown when the catalog did not say whether it landed, ApplyError when the table kept
+    changing."""
     ids = sorted(set(snapshot_ids))
     for attempt in range(ATTEMPTS):
-        problems = unexpirable(table.metadata, ids)
+        problems = unexpirable(table.metadata, ids) + (check(table.metadata) if check is not None else [])
         if problems:
             raise StalePlanError(f"{where}: not expired, the plan is stale: {'; '.join(problems)}", hint="plan again")
         requirements: tuple[ValidatableTableRequirement, ...] = tuple(

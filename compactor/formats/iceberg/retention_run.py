@@ -24,7 +24,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError
+from compactor.errors import ApplyError, UnsupportedTableError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.catalog import open_location
 from compactor.formats.iceberg.read import table_root
@@ -50,6 +50,7 @@ from compactor.runtime.storage import locate, storage_for
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
 
 log = logging.getLogger(__name__)
 
@@ -70,34 +71,21 @@ def run_retention(action: IcebergRetentionAction, ctx: ActionContext) -> ActionO
 
 
 def _expire(action: ExpireSnapshotsAction, ctx: ActionContext) -> ActionOutcome:
-    from compactor.formats.iceberg.expire import expire, unexpirable
+    from compactor.formats.iceberg.expire import expire
     from compactor.formats.iceberg.retention_read import snapshot_facts
 
     location = ctx.location
     table, name = open_location(location)
-    md = table.metadata
-    refusal = expiry_refusal(int(md.format_version))
+    refusal = expiry_refusal(int(table.metadata.format_version))
     if refusal is not None:
         raise UnsupportedTableError(f"{name}: {refusal}; nothing was committed")
-    before = md.current_snapshot_id
+    before = table.metadata.current_snapshot_id
     ids = sorted(set(action.snapshots))
     snapshots, manifests = snapshot_facts(table)
-    refs = [RefFact(n, r.snapshot_id, r.snapshot_ref_type.value) for n, r in md.refs.items()]
-    allowed = set(expirable(before, snapshots, refs, horizon_ms=action.horizon_ms, retain_last=action.retain_last))
-    problems = unexpirable(md, ids)
-    present = {s.snapshot_id for s in snapshots}
-    held = sorted(i for i in ids if i in present and i not in allowed and i != before
-                  and all(r.snapshot_id != i for r in refs))
-    if held:
-        problems.append(f"snapshot(s) {held} may no longer expire (younger than the plan's horizon, or among the newest "
-                        f"{action.retain_last} of the current history)")
-    if problems:
-        raise StalePlanError(f"{name}: not expired, the plan is stale: {'; '.join(problems)}; nothing was committed",
-                             hint="plan again")
     named = _named_by(snapshots, manifests, set(ids))
     if ctx.fence is not None:
         ctx.fence()
-    expire(table, ids, name)
+    expire(table, ids, name, check=lambda md: _held(md, action))  # stale: nothing committed
     table.refresh()
     left = sorted(set(ids) & {s.snapshot_id for s in table.metadata.snapshots})
     if left:
@@ -108,6 +96,23 @@ def _expire(action: ExpireSnapshotsAction, ctx: ActionContext) -> ActionOutcome:
         ctx.fence()
     done, sizes = _delete(table, [p for p in action.files if p in named], location.storage_options, kept)
     return _outcome(done, sizes, before, table.metadata.current_snapshot_id, snapshots=ids)
+
+
+def _held(md: TableMetadata, action: ExpireSnapshotsAction) -> list[str]:
+    """Why the action's own rule no longer lets its snapshots expire from ``md`` (those still there, not
+    current and held by no ref: expire.unexpirable names the others): younger than its horizon, or among the
+    newest ``retain_last`` of the current history."""
+    snapshots = [SnapshotFact(s.snapshot_id, s.parent_snapshot_id, int(s.timestamp_ms)) for s in md.snapshots]
+    refs = [RefFact(n, r.snapshot_id, r.snapshot_ref_type.value) for n, r in md.refs.items()]
+    allowed = set(expirable(md.current_snapshot_id, snapshots, refs, horizon_ms=action.horizon_ms,
+                            retain_last=action.retain_last))
+    present = {s.snapshot_id for s in snapshots}
+    held = sorted(i for i in set(action.snapshots) if i in present and i not in allowed
+                  and i != md.current_snapshot_id and all(r.snapshot_id != i for r in refs))
+    if not held:
+        return []
+    return [f"snapshot(s) {held} may no longer expire (younger than the plan's horizon, or among the newest "
+            f"{action.retain_last} of the current history)"]
 
 
 def _named_by(snapshots: Sequence[SnapshotFact], manifests: Mapping[str, tuple[tuple[str, int], ...]],
