@@ -34,9 +34,10 @@ TERMS = re.compile(r"spark_file_sink|file_sink|_spark_metadata|_delta_log|deleti
 #: (module under compactor/, its terms, why they may stay): keep it short; each term must still match
 ALLOWED: tuple[tuple[str, frozenset[str], str], ...] = (
     ("models/formats.py", frozenset({"delta", "_delta_log", "spark_file_sink", "file_sink", "_spark_metadata", "sink",
-                                     "iceberg"}),
+                                     "iceberg", "vacuum"}),
      "the registry: one FormatSpec line per format names it, its module, its marker folder and its catalog "
-     "provider; the trait sink_settings (and its comments) is the policy's `sink:` block, a YAML key users write"),
+     "provider; the trait sink_settings (and its comments) is the policy's `sink:` block, and retention_keys "
+     "the keys of its `retention:` block (`retention.vacuum`), YAML keys users write"),
     ("planning/bins.py", frozenset({"delta"}),
      'the bin model "delta-spark" (bins_delta_spark): the packing of delta-spark\'s OPTIMIZE, which both formats '
      "plan with; saved plans hold the name (bin_model, the plan schema's enum) and tests/interop compares it "

@@ -69,8 +69,12 @@ class FormatSpec:
     yields_to: frozenset[str] = frozenset()
     #: compaction strategies a policy may choose
     strategies: frozenset[str] = frozenset({"bin_pack", "z_order", "sort"})
-    #: the policy's ``retention:`` block (the retention of deleted files and of the log) applies
+    #: the policy's ``retention:`` block applies
     retention: bool = True
+    #: the keys of the ``retention:`` block that are this format's own (YAML keys users write): a key some
+    #: format owns is an error on a table of any other format; a key no format owns (``allow_unsafe_retention``,
+    #: ``min_reader_lag``) applies to every format whose tables take the block
+    retention_keys: frozenset[str] = frozenset()
     #: the policy's ``sink:`` block applies (a Structured Streaming file sink); every policy has one
     sink_settings: bool = False
     #: a policy may name the table by a catalog name instead of a path
@@ -88,13 +92,15 @@ class FormatSpec:
 BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("delta", "compactor.formats.delta", "compactor.formats.delta.plan.actions",
                "compactor.formats.delta.probe", ("_delta_log",),
+               retention_keys=frozenset({"deleted_file_retention", "log_retention", "vacuum", "manage_properties"}),
                catalog_tables=True, catalog_providers=frozenset({"delta"})),
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "compactor.formats.file_sink.actions",
                "compactor.formats.file_sink.probe", ("_spark_metadata",), strategies=frozenset({"bin_pack"}),
                retention=False, sink_settings=True, absolute_paths=True),
     FormatSpec("iceberg", "compactor.formats.iceberg", "compactor.formats.iceberg.actions",
                "compactor.formats.iceberg.probe", ("metadata",), yields_to=frozenset({"delta"}),
-               strategies=frozenset({"bin_pack"}), retention=False, absolute_paths=True, catalog_only=True,
+               strategies=frozenset({"bin_pack"}), retention_keys=frozenset({"expire_snapshots", "remove_orphan_files"}),
+               absolute_paths=True, catalog_only=True,
                catalog_providers=frozenset({"iceberg"})),
 )
 

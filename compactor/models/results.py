@@ -55,6 +55,8 @@ class ActionDetails:
     engine: str | None = None
     #: such a deletion: listed files the deletion gate kept (runtime/deletion.py), each with why, at most 1000
     kept: Mapping[str, str] | None = None
+    #: a format's expiry of old table versions: the versions (snapshot ids) it removed from the table's metadata
+    snapshots: list[int] | None = None
     #: the table properties a format set
     properties: Mapping[str, str] | None = None
     #: a format that keeps a manifest: the manifest written, entries pruned, replaced files deleted or still listed

@@ -85,7 +85,8 @@ class ProgressPrinter:
         elif r.status != "success":
             self.console.print(f"    -> {safe(r.status)}{': ' + safe(r.error) if r.error else ''}", highlight=False)
         else:
-            self.done_bytes += r.bytes_removed
+            if r.type in rewrite_types():  # a deletion's bytes (bytes_removed) are not rewritten
+                self.done_bytes += r.bytes_removed
             self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
                                f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
         if d.kept:  # the deletion gate's (runtime/deletion.py): listed, but referenced when it came to deleting

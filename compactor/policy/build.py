@@ -129,7 +129,7 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
     spec = format_spec(fmt) or FORMATS[0]  # the schema admits registered formats only
     sinks = ", ".join(f.name for f in FORMATS if f.sink_settings)
     comp = _compaction(ctx, raw.get("compaction") or {})
-    retention = _retention(ctx, raw["retention"]) if "retention" in raw else None
+    retention = _retention(ctx, raw["retention"], fmt) if "retention" in raw and spec.retention else None
     sink = None
     if "sink" in raw:
         if not spec.sink_settings:
@@ -146,7 +146,7 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
         ctx.error("compaction.strategy", "unsupported_strategy",
                   f"strategy {comp.strategy} is not supported for {fmt} tables",
                   f"use {' or '.join(sorted(spec.strategies))}")
-    if not spec.retention and retention is not None:
+    if not spec.retention and "retention" in raw:
         ctx.error("retention", "retention_on_sink",
                   f"`retention` applies to {', '.join(f.name for f in FORMATS if f.retention)} tables"
                   + ("; use sink.retention" if spec.sink_settings else ""), None)
@@ -251,33 +251,68 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
     )
 
 
-def _retention(ctx: _Ctx, r: Mapping[str, Any]) -> m.Retention:
+def _retention(ctx: _Ctx, r: Mapping[str, Any], fmt: str) -> m.Retention:
     p = "retention"
-    deleted = ctx.duration(r, "deleted_file_retention", p, m.DEFAULT_DELETED_FILE_RETENTION)
-    log = ctx.duration(r, "log_retention", p, None)
+    spec = format_spec(fmt) or FORMATS[0]
+    for key in r:
+        owners = [f.name for f in FORMATS if key in f.retention_keys]
+        if owners and fmt not in owners:
+            own = sorted(spec.retention_keys | _SHARED_RETENTION_KEYS)
+            ctx.error(f"{p}.{key}", "retention_key_format",
+                      f"retention.{key} is a setting of {' and '.join(owners)} tables: it does not apply to {fmt} tables",
+                      f"the retention keys {fmt} tables take: {', '.join(own)}")
     lag = ctx.duration(r, "min_reader_lag", p, None)
     unsafe = r.get("allow_unsafe_retention", False)
+    deleted = ctx.duration(r, "deleted_file_retention", p, m.DEFAULT_DELETED_FILE_RETENTION)
+    log = ctx.duration(r, "log_retention", p, None)
     assert deleted is not None
-    if deleted < m.SAFE_MIN_RETENTION and not unsafe:
-        ctx.error(f"{p}.deleted_file_retention", "unsafe_retention",
-                  f"deleted_file_retention below 7 days ({deleted}s) can break readers and time travel",
-                  "set allow_unsafe_retention: true and declare min_reader_lag")
-    if lag is not None and deleted < lag:
-        ctx.error(f"{p}.deleted_file_retention", "retention_below_reader_lag",
-                  f"deleted_file_retention ({deleted}s) is shorter than min_reader_lag ({lag}s)",
-                  "retention must cover the slowest reader, even with allow_unsafe_retention")
-    if log is not None and log < deleted:
-        ctx.error(f"{p}.log_retention", "log_retention_too_short",
-                  "log_retention is shorter than deleted_file_retention",
-                  "time travel needs the log as long as the data files", severity="warning")
+    if "deleted_file_retention" in spec.retention_keys:  # the VACUUM horizon (its default is checked too)
+        _horizon(ctx, f"{p}.deleted_file_retention", "deleted_file_retention", deleted, unsafe, lag)
+        if log is not None and log < deleted:
+            ctx.error(f"{p}.log_retention", "log_retention_too_short",
+                      "log_retention is shorter than deleted_file_retention",
+                      "time travel needs the log as long as the data files", severity="warning")
     if unsafe and lag is None:
         ctx.error(f"{p}.allow_unsafe_retention", "missing_min_reader_lag",
                   "allow_unsafe_retention requires min_reader_lag", "declare how far the slowest reader may lag")
     v = r.get("vacuum") or {}
+    e = r.get("expire_snapshots") or {}
+    expire_age = ctx.duration(e, "older_than", f"{p}.expire_snapshots", None)
+    expire = m.ExpireSnapshots(
+        enabled=e.get("enabled", False), retain_last=e.get("retain_last", 1),
+        older_than=m.DEFAULT_SNAPSHOT_RETENTION if expire_age is None else expire_age)
+    if expire.enabled:  # time travel and lagging readers read the snapshots it expires
+        _horizon(ctx, f"{p}.expire_snapshots.older_than", "expire_snapshots.older_than", expire.older_than, unsafe, lag)
+    o = r.get("remove_orphan_files") or {}
+    orphan_age = ctx.duration(o, "older_than", f"{p}.remove_orphan_files", None)
+    orphans = m.RemoveOrphanFiles(enabled=o.get("enabled", False),
+                                  older_than=m.DEFAULT_ORPHAN_AGE if orphan_age is None else orphan_age)
+    if orphans.enabled and orphans.older_than < m.SAFE_MIN_ORPHAN_AGE and not unsafe:
+        # no reader reads an orphan, but a writer's files are unreferenced until it commits
+        ctx.error(f"{p}.remove_orphan_files.older_than", "unsafe_retention",
+                  f"remove_orphan_files.older_than below 1 day ({orphans.older_than}s) can delete the files of a "
+                  "write that has not committed yet",
+                  "set allow_unsafe_retention: true and declare min_reader_lag")
     return m.Retention(deleted_file_retention=deleted, log_retention=log,
                        vacuum=m.Vacuum(enabled=v.get("enabled", False), dry_run_first=v.get("dry_run_first", True)),
                        allow_unsafe_retention=unsafe, min_reader_lag=lag,
-                       manage_properties=r.get("manage_properties", True))
+                       manage_properties=r.get("manage_properties", True), expire_snapshots=expire,
+                       remove_orphan_files=orphans)
+
+
+#: the keys of ``retention:`` every format that takes the block takes (no format owns them)
+_SHARED_RETENTION_KEYS = frozenset({"allow_unsafe_retention", "min_reader_lag"})
+
+
+def _horizon(ctx: _Ctx, key: str, name: str, seconds: int, unsafe: bool, lag: int | None) -> None:
+    """A retention readers depend on (a VACUUM's, a snapshot expiry's): at least 7 days unless declared
+    unsafe, and never below the slowest reader."""
+    if seconds < m.SAFE_MIN_RETENTION and not unsafe:
+        ctx.error(key, "unsafe_retention", f"{name} below 7 days ({seconds}s) can break readers and time travel",
+                  "set allow_unsafe_retention: true and declare min_reader_lag")
+    if lag is not None and seconds < lag:
+        ctx.error(key, "retention_below_reader_lag", f"{name} ({seconds}s) is shorter than min_reader_lag ({lag}s)",
+                  "retention must cover the slowest reader, even with allow_unsafe_retention")
 
 
 def _file_source(ctx: _Ctx, s: Mapping[str, Any]) -> m.FileSource:

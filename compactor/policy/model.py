@@ -25,6 +25,13 @@ DEFAULT_MIN_FILE_RATIO = 0.75
 DAY = 86400
 DEFAULT_DELETED_FILE_RETENTION = 7 * DAY
 SAFE_MIN_RETENTION = 7 * DAY
+#: how old a snapshot must be before ``expire_snapshots`` may expire it (default), and the age below which
+#: it needs ``allow_unsafe_retention`` (time travel and lagging readers read old snapshots): SAFE_MIN_RETENTION
+DEFAULT_SNAPSHOT_RETENTION = 7 * DAY
+#: how old a file no snapshot references must be before ``remove_orphan_files`` may delete it (default), and
+#: the age below which it needs ``allow_unsafe_retention`` (a writer's files are unreferenced until it commits)
+DEFAULT_ORPHAN_AGE = 3 * DAY
+SAFE_MIN_ORPHAN_AGE = 1 * DAY
 
 
 @dataclass(frozen=True)
@@ -114,8 +121,31 @@ class Vacuum:
 
 
 @dataclass(frozen=True)
+class ExpireSnapshots:
+    """``retention.expire_snapshots`` (Iceberg): expire the snapshots older than ``older_than``, never the
+    current one, one a branch or tag points to, or the newest ``retain_last`` of the current history."""
+
+    enabled: bool = False
+    #: seconds
+    older_than: int = DEFAULT_SNAPSHOT_RETENTION
+    retain_last: int = 1
+
+
+@dataclass(frozen=True)
+class RemoveOrphanFiles:
+    """``retention.remove_orphan_files`` (Iceberg): delete the files under the table's location that no
+    snapshot references, older than ``older_than``."""
+
+    enabled: bool = False
+    #: seconds
+    older_than: int = DEFAULT_ORPHAN_AGE
+
+
+@dataclass(frozen=True)
 class Retention:
-    """A Delta policy's ``retention:`` block: the VACUUM horizon, log retention and the table properties."""
+    """A policy's ``retention:`` block. Delta: the VACUUM horizon, log retention and the table properties;
+    Iceberg: snapshot expiry and orphan-file removal; both: ``allow_unsafe_retention``, ``min_reader_lag``
+    (each format takes its own keys: compactor/models/formats.py ``retention_keys``)."""
 
     #: VACUUM horizon; table property delta.deletedFileRetentionDuration
     deleted_file_retention: int = DEFAULT_DELETED_FILE_RETENTION
@@ -127,6 +157,8 @@ class Retention:
     min_reader_lag: int | None = None
     #: whether the planner should set the table properties to match (set_properties actions)
     manage_properties: bool = True
+    expire_snapshots: ExpireSnapshots = field(default_factory=ExpireSnapshots)
+    remove_orphan_files: RemoveOrphanFiles = field(default_factory=RemoveOrphanFiles)
 
 
 @dataclass(frozen=True)
@@ -228,9 +260,13 @@ class TablePolicy:
 
     @property
     def maintenance(self) -> tuple[str, ...]:
-        """What the policy plans beside compaction, in `compactor ls`'s words: a VACUUM when its
-        ``retention:`` block enables one."""
-        return ("vacuum",) if self.retention is not None and self.retention.vacuum.enabled else ()
+        """What the policy plans beside compaction, in `compactor ls`'s words: what its ``retention:`` block
+        enables (a VACUUM, snapshot expiry, orphan-file removal)."""
+        r = self.retention
+        if r is None:
+            return ()
+        return tuple(name for name, on in (("vacuum", r.vacuum.enabled), ("expire_snapshots", r.expire_snapshots.enabled),
+                                           ("remove_orphan_files", r.remove_orphan_files.enabled)) if on)
 
     def location(self, key: str) -> SourceRef:
         """Best known position of ``key`` (falls back to parents, then the table entry)."""

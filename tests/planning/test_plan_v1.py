@@ -32,6 +32,8 @@ from tests.apply.helpers import exactly_once, ids, make_table
 from tests.duplicates.test_tables import _duplicated_by_a_race
 
 V1 = Path(__file__).parent / "v1"
+#: action types added after plans of schema version 1 were written (Iceberg's retention)
+AFTER_V1 = frozenset({"expire_snapshots", "remove_orphan_files"})
 
 
 def test_a_version_1_plan_loads_with_its_digest_and_every_action_type() -> None:
@@ -39,7 +41,8 @@ def test_a_version_1_plan_loads_with_its_digest_and_every_action_type() -> None:
     plan = load_plan(V1 / "plan.json")
     assert (plan.schema_version, plan.digest) == (1, written["digest"])
     actions = [a for t in plan.tables for a in t.actions]
-    assert sorted(a.type for a in actions) == sorted(c.type for c in action_classes())  # every type there is
+    # every type there was: those added after schema version 1 cannot be in a plan it wrote
+    assert sorted(a.type for a in actions) == sorted(c.type for c in action_classes() if c.type not in AFTER_V1)
     assert all(type(a) is action_class(a.type) for a in actions)
     by_type = {a.type: a for a in actions}
     for a, raw in zip(actions, (r for t in written["tables"] for r in t["actions"])):

@@ -51,8 +51,11 @@ class IcebergFormat:
     def read_state(self, table: TableLocation, policy: TablePolicy | None = None, *,
                    session: TableSession | None = None) -> TableState:
         from compactor.formats.iceberg.read import read_iceberg_state
+        from compactor.formats.iceberg.retention_read import with_retention_facts
 
-        return read_iceberg_state(table)[0]
+        state, handle = read_iceberg_state(table)
+        planning = policy is not None and policy.enabled and session is None  # (apply reads what it runs)
+        return with_retention_facts(state, handle, table, policy.retention) if planning and policy else state
 
     def open_session(self, table: TableLocation) -> TableSession:
         return NoSession()  # each action loads the table from its catalog at the planned snapshot

@@ -1,11 +1,13 @@
 """Iceberg's plan words (PURE, imported by planning/vocabulary.py when one is first met): the shared
 ``compact`` action it runs, and its own skip reasons: the files the local engine (pyiceberg, no JVM) leaves
-alone, each naming why and that the spark engine does it."""
+alone, each naming why and that the spark engine does it; and its retention actions and their skip reasons
+(retention_actions.py)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from compactor.formats.iceberg.retention_actions import RETENTION_ACTIONS, RETENTION_SKIPS
 from compactor.planning.actions import CompactAction
 from compactor.planning.skips import SkipKind
 from compactor.planning.vocabulary import register
@@ -26,7 +28,7 @@ class IcebergSkipReason(StrEnum):
     NOT_PARQUET = "iceberg_not_parquet"
 
 
-register("iceberg", shared=(CompactAction,),
+register("iceberg", shared=(CompactAction,), actions=RETENTION_ACTIONS,
          skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"apply with the spark engine: {LATER}"),
                 SkipKind(IcebergSkipReason.OLDER_SPEC, f"apply with the spark engine: {LATER}"),
-                SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}")))
+                SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}"), *RETENTION_SKIPS))

@@ -2,7 +2,8 @@
 (planning/partitions.py: triggers, where, lookback, budgets, bins of exact files), the snapshot id as every
 action's precondition version. On the local engine the files it cannot rewrite exactly are left alone with
 Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
-files of an older partition spec, files not in Parquet (support.py says the same at apply, again)."""
+files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then the
+policy's retention, after the compaction (retention_plan.py)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,18 @@ def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, l
 
 
 def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
+    """The table's compaction, then what its policy's retention plans (retention_plan.py)."""
+    from compactor.formats.iceberg.retention_plan import plan_retention
+
+    planned = _plan_compaction(policy, state, now=now, engine=engine)
+    if not policy.enabled or policy.retention is None or planned.error is not None:
+        return planned
+    actions, skips = plan_retention(policy.retention, iceberg_state(state).retention, version=state.version, now=now,
+                                    engine=engine, local=engine == "local")
+    return replace(planned, actions=(*planned.actions, *actions), skipped=(*planned.skipped, *skips))
+
+
+def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
     st = iceberg_state(state)
     base = TablePlan(
         name=policy.name, path=state.uri, format=policy.format, engine=engine, version=state.version,

@@ -3,9 +3,10 @@ files, it proves from the table's own metadata, read again at that moment, that 
 
 Kept: every file a manifest of any snapshot still in the table's metadata names (data and delete files,
 whatever the entry's status: time travel to an older snapshot reads them), the manifests and manifest lists
-themselves, statistics files, and everything under the table's ``metadata/`` folder. A folder is kept when
-it holds a kept file. The rule is stricter than Iceberg's own ``remove_orphan_files`` (which also drops a
-file only expired snapshots named); compactor deletes only what it wrote and never committed."""
+themselves, statistics and partition statistics files, and everything under the table's ``metadata/``
+folder. A folder is kept when it holds a kept file: a file any entry of a kept snapshot's manifest names
+stays, a ``DELETED`` entry's too. What compactor deletes through it: outputs it wrote and never committed
+(run.py, recovery.py), the files an expiry freed and orphan files (retention_run.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def referenced_paths(table: Table) -> set[str]:
     md, io = table.metadata, table.io
     out: set[str] = {table.metadata_location, *(e.metadata_file for e in md.metadata_log)}
     out.update(s.statistics_path for s in md.statistics)
+    out.update(s.statistics_path for s in md.partition_statistics)
     seen: set[str] = set()
     for snapshot in md.snapshots:
         out.add(snapshot.manifest_list)

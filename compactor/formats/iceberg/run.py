@@ -18,6 +18,7 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.read import iceberg_state, read_iceberg_state
 from compactor.formats.iceberg.recovery import recover, relative
 from compactor.formats.iceberg.replace import CommitOutcomeUnknown, replace
+from compactor.formats.iceberg.retention_actions import IcebergRetentionAction
 from compactor.formats.iceberg.rewrite import OutputNames, RewrittenBin, rewrite_bin
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, CompactAction
@@ -28,6 +29,10 @@ log = logging.getLogger(__name__)
 
 
 def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
+    if isinstance(action, IcebergRetentionAction):  # expire_snapshots, remove_orphan_files
+        from compactor.formats.iceberg.retention_run import run_retention
+
+        return run_retention(action, ctx)
     if not isinstance(action, CompactAction):
         raise ApplyError(f"{action.type} actions are not run on Iceberg tables")
     return run_compact(action, ctx)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyiceberg.table.metadata import TableMetadata
 
+    from compactor.formats.iceberg.retention_facts import RetentionFacts
+
 DeleteKind = Literal["position", "deletion_vector", "equality"]
 
 
@@ -160,6 +162,8 @@ class IcebergState:
     totals: Totals
     #: the pyiceberg objects the state was built from (rewrite and replace read them)
     live: LiveFiles = field(repr=False, compare=False)
+    #: what the policy's retention is planned from, when it plans any (retention_read.py)
+    retention: RetentionFacts | None = field(default=None, repr=False, compare=False)
 
     def spec(self, spec_id: int) -> Spec:
         return next(s for s in self.specs if s.spec_id == spec_id)
