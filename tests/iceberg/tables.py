@@ -50,7 +50,7 @@ from pyiceberg.types import (  # noqa: E402
     TimestamptzType,
 )
 
-from compactor.formats.iceberg.catalog import SqlCatalogSettings  # noqa: E402
+from compactor.runtime.iceberg_catalog import SqlCatalogSettings  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType()), NestedField(2, "grp", IntegerType()), NestedField(3, "cat", StringType()),
