@@ -36,6 +36,6 @@ def open_location(table: TableLocation) -> tuple[Table, str]:
     if table.catalog is None:
         raise IcebergCatalogError(f"{ident}: catalog '{ident.catalog}' is not defined in the target",
                                   hint="declare it under the target's `catalogs:` in profiles.yml")
-    settings = settings_from(table.catalog)
+    settings = settings_from(table.catalog, table.storage_options)
     name = f"{ident.namespace}.{ident.table}"
     return open_table(settings, name), name
