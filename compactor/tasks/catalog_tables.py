@@ -3,12 +3,11 @@ policy per matching table, located through the catalog's API (no JVM for Glue). 
 compactor does not plan (a format without a registry line, a plain parquet table) stays in the plan, skipped as
 unsupported with the catalog's reason.
 
-A table is planned in the format its catalog registers it in (an Iceberg table of Glue or Hive is one
-whatever policy names it) when the policy leaves its format to the default and its settings apply to that
-format; a policy that declares another format, or whose settings do not apply, is refused naming the
-format to declare (a table it names: an error; a table its discover found: skipped as unsupported). A policy
-of a format whose tables are named by a catalog only reads the catalog through that format's own client
-(Iceberg's: pyiceberg, no JVM, for glue and hive too)."""
+A table is planned in the format its catalog registers it in (whatever policy names it) when the policy
+leaves its format to the default and its settings apply to that format; a policy that declares another
+format, or whose settings do not apply, is refused naming the format to declare (a table it names: an
+error; a table its discover found: skipped as unsupported). A policy of a format whose tables are named by
+a catalog only reads the catalog through that format's own client (catalogs/__init__.py: ``providers``)."""
 
 from __future__ import annotations
 
