@@ -45,6 +45,10 @@ ALLOWED: tuple[tuple[str, frozenset[str], str], ...] = (
     ("runtime/storage/options.py", frozenset({"delta"}),
      "the storage option delta_dynamo_table_name, a key users' storage_options may hold for a table library "
      "(its DynamoDB log store): dropped here, because obstore refuses keys it does not know"),
+    ("runtime/iceberg_catalog.py", frozenset({"iceberg"}),
+     "the one opener of pyiceberg's catalogs from a profile's catalog settings: catalogs/ (which may not import "
+     "formats/) lists a namespace through it and formats/iceberg/ (which may not import catalogs/) reads and "
+     "commits a table through it; runtime is the one layer both may import"),
     ("models/report.py", frozenset({"checkpoint"}),
      "TableReport.checkpoint_sources: a view of the neutral `logs` (LogSeries.source) kept for the report "
      "data's readers (tests/observability/test_report.py reads it)"),

@@ -3,8 +3,9 @@
 Spark and Databricks register a Delta table in Glue with ``Parameters["spark.sql.sources.provider"] =
 "delta"`` and its location in ``StorageDescriptor.Location`` (or, for a table Spark stored in its own,
 non-Hive-compatible way, in ``StorageDescriptor.SerdeInfo.Parameters["path"]``). Iceberg tables carry
-``Parameters["table_type"] = "ICEBERG"`` and ``metadata_location``: they are reported, not planned, until
-compactor plans Iceberg.
+``Parameters["table_type"] = "ICEBERG"`` and ``metadata_location``: they are Iceberg tables whatever their
+provider says (the Iceberg format reads them through pyiceberg's GlueCatalog, by identifier). A policy of
+the Iceberg format reads Glue through pyiceberg itself (catalogs/iceberg_catalogs.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from compactor.catalogs.base import by_provider
+from compactor.catalogs.base import by_provider, local_path
+from compactor.catalogs.iceberg_catalogs import PROVIDER as ICEBERG
 from compactor.errors import CatalogError
 from compactor.models.catalog import CatalogSettings, CatalogTable
 
@@ -70,11 +72,10 @@ class GlueCatalog:
         sd = t.get("StorageDescriptor") or {}
         serde = {str(k).lower(): str(v) for k, v in ((sd.get("SerdeInfo") or {}).get("Parameters") or {}).items()}
         name = str(t["Name"])
-        if params.get("table_type", "").upper() == "ICEBERG":
-            where = params.get("metadata_location", "")
-            return CatalogTable(self.name, namespace, name, where or None, None,
-                                f"an Iceberg table (metadata {where or 'not recorded'}): compactor does not plan "
-                                "Iceberg tables yet")
+        if params.get("table_type", "").upper() == ICEBERG.upper():
+            location = sd.get("Location") or params.get("metadata_location", "").rpartition("/metadata/")[0]
+            return by_provider(self.name, namespace, name, ICEBERG, local_path(location) if location else None,
+                               kind="an Iceberg table")
         provider = params.get("spark.sql.sources.provider", "")
         kind = f"a {provider} table" if provider else f"a {t.get('TableType') or 'Hive'} table without a Spark provider"
         return by_provider(self.name, namespace, name, provider, serde.get("path") or sd.get("Location") or None,

@@ -3,9 +3,12 @@
 The catalog opens (or reuses) a SparkSession with ``spark.sql.catalogImplementation=hive``: a remote
 metastore (``metastore_uris``: thrift://...) or an embedded Derby one (``metastore_db``: a folder), and the
 warehouse (``warehouse``). ``SHOW TABLES IN <db>`` lists a database and ``DESCRIBE TABLE EXTENDED`` gives
-each table's provider, location and properties. A JVM starts only for this lookup; planning and the local
-engine's apply stay on delta-rs. With the profile's ``spark.remote`` the lookup runs on the Spark Connect
-server, against the metastore the server was started with (its Hive settings are the server's).
+each table's provider, location and properties (a table whose ``table_type`` is ICEBERG is an Iceberg table,
+read by that format through the metastore's thrift API). A JVM starts only for this lookup; planning and the
+local engine's apply stay on delta-rs. A policy of the Iceberg format reads a served metastore through
+pyiceberg instead, without a JVM (catalogs/iceberg_catalogs.py). With the profile's ``spark.remote`` the
+lookup runs on the Spark Connect server, against the metastore the server was started with (its Hive
+settings are the server's).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from compactor.catalogs.base import by_provider, local_path
+from compactor.catalogs.iceberg_catalogs import PROVIDER as ICEBERG
 from compactor.engines.spark_needs import NeedsSource, no_needs
 from compactor.engines.spark_session import get_or_create_session
 from compactor.errors import CatalogError
@@ -133,9 +137,9 @@ class HiveCatalog:
         info = {str(r["col_name"]).strip(): str(r["data_type"] or "").strip() for r in rows}
         props = info.get("Table Properties", "")
         location = local_path(info["Location"]) if info.get("Location") else None
-        if "TABLE_TYPE=ICEBERG" in props.replace(" ", "").upper():
-            return CatalogTable(self.name, namespace, name, location, None,
-                                "an Iceberg table: compactor does not plan Iceberg tables yet")
+        if f"TABLE_TYPE={ICEBERG.upper()}" in props.replace(" ", "").upper():
+            # the Iceberg format reads it through the metastore's thrift API (runtime/iceberg_catalog.py)
+            return by_provider(self.name, namespace, name, ICEBERG, location, kind="an Iceberg table")
         provider = info.get("Provider", "").lower()
         return by_provider(self.name, namespace, name, provider, location, kind=f"a {provider or 'Hive'} table")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 CATALOG_TYPES: dict[str, frozenset[str]] = {
     "glue": frozenset({"region", "endpoint_url", "catalog_id", "profile", "aws_access_key_id",
                        "aws_secret_access_key", "aws_session_token"}),
-    "hive": frozenset({"metastore_uris", "metastore_db", "warehouse"}),
+    "hive": frozenset({"metastore_uris", "metastore_db", "warehouse", "hive2_compatible"}),
     "unity": frozenset({"host", "token", "catalog"}),
     # table catalogs of one open table spec, no JVM: tables in a SQL database (a SQLAlchemy URL), a REST server
     "sql": frozenset({"uri", "warehouse"}),

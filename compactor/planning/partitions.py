@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from compactor.planning.actions import CompactAction, Precondition, RewriteAction, SortAction, ZOrderAction
 from compactor.planning.bins import pack_sorted
+from compactor.planning.scope import PartitionFilter
 from compactor.planning.skips import Skip, SkipReason
 from compactor.policy.model import Compaction
 from compactor.policy.predicate import Predicate, _norm
@@ -107,6 +108,7 @@ def plan_partitions(
     template: RewriteAction | None = None,
     forced: pa.Array | None = None,
     ineligible: tuple[str, str] | None = None,
+    scope: PartitionFilter | None = None,
 ) -> tuple[list[RewriteAction], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
@@ -117,7 +119,9 @@ def plan_partitions(
     with the compaction's settings. ``forced``: optional boolean mask of files that are candidates whatever
     their size (the format's native compaction rewrites them). ``ineligible``: the skip of a partition whose
     small files are all outside ``eligible`` (its reason and message); None: the caller reported those
-    partitions itself (they are not also "already compact": they are not).
+    partitions itself (they are not also "already compact": they are not). ``scope``: the format's verdict
+    on each partition besides ``where`` and the lookback (a where or lookback it projects through its
+    partition transforms: planning/scope.py), a partition out of it skipped with the reason it gives.
     """
     if files.num_rows == 0:
         return [], [Skip(SkipReason.NO_FILES, None, {"files": 0}, "the table has no live files")]
@@ -165,6 +169,10 @@ def plan_partitions(
                 skip(k, SkipReason.OUTSIDE_LOOKBACK, f"{lb.column}={values.get(lb.column)} is outside the lookback window",
                      lookback_from=horizon.date().isoformat())
                 continue
+        outside = scope(values) if scope is not None else None
+        if outside is not None:
+            skip(k, *outside)
+            continue
         if k in latest:
             skip(k, SkipReason.SKIP_LATEST, f"one of the {c.partitions.skip_latest} newest partition(s)")
             continue

@@ -22,6 +22,10 @@ _blockers: dict[str, BlockerKind] = {}
 _remedies: dict[str, Remedy] = {}
 #: the action types each format runs
 _runs: dict[str, set[str]] = {}
+#: each format's own action types and skip reasons, in the order it registered them (the lists below give
+#: them in registry order, whichever format a process happened to meet first)
+_own_actions: dict[str, list[str]] = {}
+_own_skips: dict[str, list[str]] = {}
 _loaded: set[str] = set()
 _SHARED_REASONS = frozenset(r.value for r in SkipReason)
 
@@ -35,11 +39,13 @@ def register(fmt: str, *, actions: Iterable[type[Action]] = (), shared: Iterable
         if _actions.get(cls.type, cls) is not cls:
             raise ValueError(f"action type {cls.type!r} is registered twice")
         _actions[cls.type] = cls
+        _own_actions.setdefault(fmt, []).append(cls.type)
     _runs.setdefault(fmt, set()).update(c.type for c in (*shared, *actions))
     for s in skips:
         if s.reason in _SHARED_REASONS or _skips.get(s.reason, s) != s:
             raise ValueError(f"skip reason {s.reason!r} is registered twice")
         _skips[s.reason] = s
+        _own_skips.setdefault(fmt, []).append(s.reason)
     for b in blockers:
         _blockers[b.kind] = b
     _remedies.update(remedies or {})
@@ -76,7 +82,9 @@ def action_types(fmt: str) -> frozenset[str]:
 def action_classes() -> list[type[Action]]:
     """Every action type: the shared ones, then each format's in registry order."""
     load_all()
-    return list(_actions.values())
+    own = [t for spec in FORMATS for t in _own_actions.get(spec.name, ())]
+    rest = [t for t in _actions if t not in own and t not in {c.type for c in SHARED_ACTIONS}]
+    return [*SHARED_ACTIONS, *(_actions[t] for t in (*own, *rest))]
 
 
 def rewrite_types() -> frozenset[str]:
@@ -94,7 +102,8 @@ def skip_kind(reason: str) -> SkipKind | None:
 def skip_reasons() -> list[str]:
     """Every skip reason: the shared ones, then each format's (the plan schema's enum)."""
     load_all()
-    return [*(r.value for r in SkipReason), *_skips]
+    own = [r for spec in FORMATS for r in _own_skips.get(spec.name, ())]
+    return [*(r.value for r in SkipReason), *own, *(r for r in _skips if r not in own)]
 
 
 def skip_reason(code: str) -> str:

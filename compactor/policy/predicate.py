@@ -92,6 +92,12 @@ def parse_where(text: str) -> Predicate:
     return Predicate(text, tree, columns)
 
 
+def constant(node: exp.Expr, today: dt.date) -> Any:
+    """The value of a subexpression that names no column (a literal, ``current_date()``, ``date_sub(...)``),
+    as ``Predicate.evaluate`` computes it: a string, a number, a boolean or None."""
+    return _eval(node, {}, today)
+
+
 def _eval(node: exp.Expr, values: Mapping[str, str | None], today: dt.date) -> Any:
     from sqlglot import exp
 

@@ -1,7 +1,8 @@
 """Tables by name from AWS Glue (moto's Glue server on loopback, boto3, no JVM): 50 tables in two databases,
-45 Delta tables registered as Spark and Databricks register them and 5 Iceberg tables; a discover over the
-catalog selects exactly the matching ones, plans and compacts the Delta tables, reports the Iceberg ones
-as unsupported, starts no JVM, and writes the catalog's credentials nowhere."""
+45 Delta tables registered as Spark and Databricks register them and 5 Iceberg tables (written through
+pyiceberg's GlueCatalog into moto's S3); a discover over the catalog selects exactly the matching ones,
+plans and compacts the Delta tables and the Iceberg ones (each in its format: Glue's table_type says
+ICEBERG), starts no JVM, and writes the catalog's credentials nowhere."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.apply.helpers import make_table
+from tests.catalogs.test_glue_iceberg import glue_catalog
+from tests.iceberg.tables import write_table
 
 SECRET = "glue-secret-Zq81hX"  # moto accepts any credentials; this value must appear in no artifact
 
@@ -31,6 +34,8 @@ def glue(tmp_path_factory: pytest.TempPathFactory):
     client = boto3.client("glue", region_name="us-east-1", endpoint_url=server.endpoint,
                           aws_access_key_id="compactor-test", aws_secret_access_key=SECRET)
     lake = tmp_path_factory.mktemp("lake")
+    ice = glue_catalog(server)
+    STORAGE_OPTIONS.update(server.storage_options)
     layout = {"sales": [f"orders_{i:02d}" for i in range(20)] + [f"orders_tmp{i}" for i in range(4)]
               + [f"customers_{i}" for i in range(6)],
               "ops": [f"events_{i:02d}" for i in range(15)]}
@@ -49,19 +54,21 @@ def glue(tmp_path_factory: pytest.TempPathFactory):
                 "StorageDescriptor": {"Location": f"{path}-__PLACEHOLDER__" if i % 2 else str(path), "SerdeInfo": serde},
             })
         for name in iceberg[db]:
-            client.create_table(DatabaseName=db, TableInput={
-                "Name": name, "TableType": "EXTERNAL_TABLE",
-                "Parameters": {"table_type": "ICEBERG", "metadata_location": f"s3://wh/{db}/{name}/metadata/00001.json"},
-                "StorageDescriptor": {"Location": f"s3://wh/{db}/{name}"}})
+            write_table(ice, f"{db}.{name}", "unpartitioned")
     yield server
     server.stop()
+
+
+STORAGE_OPTIONS: dict[str, str] = {}
 
 
 def _project(root: Path, endpoint: str, policies: str) -> Path:
     (root / "policies").mkdir(parents=True)
     (root / "compactor.yml").write_text("name: lakehouse\nprofile: aws\n")
+    so = "".join(f"        {k}: \"{v}\"\n" for k, v in STORAGE_OPTIONS.items())  # the Iceberg tables' S3
     (root / "profiles.yml").write_text(
-        "aws:\n  target: prod\n  outputs:\n    prod:\n      engine: local\n      catalogs:\n        main:\n"
+        "aws:\n  target: prod\n  outputs:\n    prod:\n      engine: local\n      storage_options:\n" + so +
+        "      catalogs:\n        main:\n"
         f"          type: glue\n          region: us-east-1\n          endpoint_url: {endpoint}\n"
         "          aws_access_key_id: compactor-test\n"
         "          aws_secret_access_key: \"{{ env_var('GLUE_SECRET') }}\"\n")
@@ -89,7 +96,7 @@ def _cli(*args: str, project: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env)
 
 
-def test_a_discover_over_glue_plans_the_matching_delta_tables_and_skips_iceberg(glue, tmp_path: Path) -> None:
+def test_a_discover_over_glue_plans_the_matching_delta_and_iceberg_tables(glue, tmp_path: Path) -> None:
     proj = _project(tmp_path / "proj", glue.endpoint, POLICIES)
     r = _cli("plan", project=proj)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -101,16 +108,16 @@ def test_a_discover_over_glue_plans_the_matching_delta_tables_and_skips_iceberg(
     assert set(tables) == want  # the include/exclude globs: no orders_tmp*, no customers_*
     delta = [t for n, t in tables.items() if "_ice" not in n]
     assert len(delta) == 35 and all(t["actions"] and not t.get("error") for t in delta)
-    for n in ("sales/orders_ice1", "ops/events_ice2"):
-        (skip,) = tables[n]["skipped"]
-        assert skip["reason"] == "unsupported" and "Iceberg" in skip["message"] and not tables[n].get("error")
+    assert {t["format"] for t in delta} == {"delta"}
+    iceberg = [t for n, t in tables.items() if "_ice" in n]
+    assert len(iceberg) == 4 and all(t["format"] == "iceberg" and t["actions"] and not t.get("error") for t in iceberg)
     assert tables["sales/orders_01"]["path"].endswith("/sales/orders_01")  # the serde path, not the placeholder
     # each table's name in the catalog, which apply hands to its format (with the catalog's settings)
     assert tables["sales/orders_01"]["identifier"] == {"catalog": "main", "namespace": "sales", "table": "orders_01"}
     r = _cli("apply", str(proj / "target" / "plan.json"), project=proj)
     assert r.returncode == 0, r.stdout + r.stderr
     results = json.loads((proj / "target" / "run_results.json").read_text())
-    assert {x["table"] for x in results["results"] if x["status"] == "success"} == {t["name"] for t in delta}
+    assert {x["table"] for x in results["results"] if x["status"] == "success"} == set(tables)
     artifacts = [p for p in (proj / "target").rglob("*") if p.is_file()]
     leaked = [str(p) for p in artifacts if SECRET in p.read_text(errors="replace")]
     assert not leaked and SECRET not in r.stdout + r.stderr
@@ -135,7 +142,8 @@ tables:
     catalog: {name: main, namespace: sales}
     compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}
   - name: ice
-    catalog: {name: main, namespace: ops, table: events_ice1}
+    catalog: {name: main, namespace: sales, table: customers_ice}
+    compaction: {target_file_size: 1MiB, triggers: {min_input_files: 2}}
 """)
     r = _cli("plan", project=proj)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -144,8 +152,9 @@ tables:
     # customers_* are outside the discover test's globs: still small files here, whatever ran first
     assert tables["customers_3"]["path"].endswith("/sales/customers_3") and tables["customers_3"]["actions"]
     assert tables["customers_3"]["identifier"] == {"catalog": "main", "namespace": "sales", "table": "customers_3"}
-    (skip,) = tables["ice"]["skipped"]
-    assert skip["reason"] == "unsupported" and "Iceberg" in skip["message"]
+    # Glue's table_type says ICEBERG: an Iceberg table, read through pyiceberg's GlueCatalog (customers_ice is
+    # outside the discover test's globs too)
+    assert tables["ice"]["format"] == "iceberg" and tables["ice"]["actions"] and not tables["ice"].get("error")
 
 
 def test_a_saved_plan_pinning_a_glue_table_without_its_identifier_still_applies(glue, tmp_path: Path) -> None:

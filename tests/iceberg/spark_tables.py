@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from compactor.formats.iceberg.catalog import SqlCatalogSettings
+    from compactor.runtime.iceberg_catalog import SqlCatalogSettings
 
 #: the Iceberg release whose Spark runtime the tests load (1.12.0 has runtimes for Spark 4.1, none for 4.2)
 ICEBERG_VERSION = "1.12.0"
@@ -96,8 +96,8 @@ class JdbcCatalog:
         return f"file://{self.root / 'warehouse'}"
 
     def settings(self) -> SqlCatalogSettings:
-        """compactor's settings of the same catalog (formats/iceberg/catalog.py opens it with pyiceberg)."""
-        from compactor.formats.iceberg.catalog import SqlCatalogSettings
+        """compactor's settings of the same catalog (runtime/iceberg_catalog.py opens it with pyiceberg)."""
+        from compactor.runtime.iceberg_catalog import SqlCatalogSettings
 
         return SqlCatalogSettings(self.name, self.uri, self.warehouse)
 
@@ -124,6 +124,6 @@ def register_catalog(spark: Any, root: Path, name: str | None = None, namespace:
 
 def pyiceberg_catalog(cat: JdbcCatalog) -> Any:
     """pyiceberg's ``SqlCatalog`` over the same database, under the same name (compactor's opener)."""
-    from compactor.formats.iceberg.catalog import open_catalog
+    from compactor.runtime.iceberg_catalog import open_catalog
 
     return open_catalog(cat.settings())

@@ -22,6 +22,7 @@ pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install
 pytest.importorskip("pyiceberg_core", reason="pyiceberg-core is not installed: pyiceberg cannot write bucket/day "
                                              "partitions without it (pip install 'compactor[iceberg]')")
 
+from pyiceberg.catalog import Catalog  # noqa: E402
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.manifest import (  # noqa: E402
     DataFile,
@@ -50,7 +51,7 @@ from pyiceberg.types import (  # noqa: E402
     TimestamptzType,
 )
 
-from compactor.formats.iceberg.catalog import SqlCatalogSettings  # noqa: E402
+from compactor.runtime.iceberg_catalog import SqlCatalogSettings  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType()), NestedField(2, "grp", IntegerType()), NestedField(3, "cat", StringType()),
@@ -108,8 +109,13 @@ def _spec(kind: str) -> PartitionSpec:
 
 def make_table(tmp_path: Path, kind: str, name: str | None = None, version: int = 2) -> Table:
     """A table of ``kind`` with APPENDS appends of ROWS rows (and its evolution halfway)."""
-    cat = catalog(tmp_path)
-    t = cat.create_table(f"db.{name or kind}", schema=SCHEMA, partition_spec=_spec(kind),
+    return write_table(catalog(tmp_path), f"db.{name or kind}", kind, version)
+
+
+def write_table(cat: Catalog, identifier: str, kind: str, version: int = 2) -> Table:
+    """A table of ``kind`` created in ``cat`` (any pyiceberg catalog) as ``identifier``, with APPENDS appends
+    of ROWS rows (and its evolution halfway)."""
+    t = cat.create_table(identifier, schema=SCHEMA, partition_spec=_spec(kind),
                          properties={"format-version": str(version)})
     for i in range(APPENDS):
         if i == APPENDS // 2 and kind == "two_specs":

@@ -1,4 +1,4 @@
-"""Iceberg catalogs opened from typed settings (formats/iceberg/catalog.py): a table loads by identifier; every
+"""Iceberg catalogs opened from typed settings (runtime/iceberg_catalog.py, formats/iceberg/catalog.py): a table loads by identifier; every
 failure is one CompactorError line naming the catalog, the table and the cause, with no secret in it."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import pytest
 pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
 
 from compactor.errors import CatalogError  # noqa: E402
-from compactor.formats.iceberg.catalog import (  # noqa: E402
+from compactor.formats.iceberg.catalog import open_table  # noqa: E402
+from compactor.runtime.iceberg_catalog import (  # noqa: E402
     IcebergCatalogError,
     IcebergTableNotFound,
     RestCatalogSettings,
     SqlCatalogSettings,
     open_catalog,
-    open_table,
 )
 from tests.iceberg.tables import make_table, settings  # noqa: E402
 

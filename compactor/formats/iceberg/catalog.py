@@ -1,185 +1,29 @@
-"""An Iceberg catalog opened from typed settings, and a table loaded from it by identifier, through pyiceberg
-(no JVM). SQL (sqlite, PostgreSQL, ... through SQLAlchemy) and REST catalogs now; Glue and Hive later.
-
-Every failure is a CompactorError naming the catalog, the table and the cause in one line (never a
-traceback): ``IcebergCatalogError`` when the catalog cannot be opened or answered, ``IcebergTableNotFound``
-when it holds no such table (or namespace). Property values that may be secrets (credentials, tokens,
-passwords, keys, and the password of a URI) are registered with runtime/secrets, so no message or log line
-shows them."""
+"""The Iceberg table a reference names, loaded through its catalog (pyiceberg, no JVM): the catalog the
+target declares for the reference's identifier, opened by runtime/iceberg_catalog.py (the one module that
+opens Iceberg catalogs, also for the catalogs layer). Every failure is one CatalogError line naming the
+catalog, the table and the cause: ``IcebergCatalogError`` or ``IcebergTableNotFound``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING
 
-from compactor.errors import CatalogError
-from compactor.models.catalog import CatalogSettings as ProfileCatalog
 from compactor.models.table import TableLocation
-from compactor.runtime.secrets import redact, register_secrets
+from compactor.runtime.iceberg_catalog import (
+    IcebergCatalogError,
+    IcebergCatalogSettings,
+    IcebergTableNotFound,
+    load_table,
+    open_catalog,
+    settings_from,
+)
 
 if TYPE_CHECKING:
-    from pyiceberg.catalog import Catalog
     from pyiceberg.table import Table
 
-#: property names whose values are secrets (matched as substrings of the lower-cased name)
-_SECRET_WORDS = ("credential", "token", "password", "secret", "access-key", "session-key", "private-key", "sas")
 
-
-class IcebergCatalogError(CatalogError):
-    """An Iceberg catalog could not be opened or did not answer."""
-
-    code = "iceberg_catalog"
-
-
-class IcebergTableNotFound(CatalogError):
-    """The catalog holds no table (or no namespace) by that identifier."""
-
-    code = "iceberg_table_not_found"
-
-
-@dataclass(frozen=True)
-class SqlCatalogSettings:
-    """pyiceberg's SqlCatalog: the catalog's tables in a SQL database (``uri``: a SQLAlchemy URL such as
-    ``sqlite:////abs/catalog.db``). ``name`` is stored in every row of ``iceberg_tables``: it must be the
-    name the table's other writers (Spark's JDBC catalog) use."""
-
-    name: str
-    uri: str
-    #: where new tables go (``file:///abs/warehouse``, ``s3://bucket/wh``); None: the catalog's default
-    warehouse: str | None = None
-    #: further pyiceberg catalog properties (FileIO settings such as ``s3.region``, ...)
-    properties: Mapping[str, str] = field(default_factory=dict)
-    kind: Literal["sql"] = "sql"
-
-
-@dataclass(frozen=True)
-class RestCatalogSettings:
-    """An Iceberg REST catalog (``uri``: ``http://host:port``, the server's base URL)."""
-
-    name: str
-    uri: str
-    warehouse: str | None = None
-    #: OAuth2 client credential ``id:secret``, or a bearer token (secrets: never shown)
-    credential: str | None = None
-    token: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict)
-    kind: Literal["rest"] = "rest"
-
-
-CatalogSettings = SqlCatalogSettings | RestCatalogSettings
-
-
-def _props(settings: CatalogSettings) -> dict[str, str]:
-    """The pyiceberg properties of ``settings``."""
-    props = {str(k): str(v) for k, v in settings.properties.items()}
-    props["uri"] = settings.uri
-    if settings.warehouse is not None:
-        props["warehouse"] = settings.warehouse
-    if isinstance(settings, RestCatalogSettings):
-        if settings.credential is not None:
-            props["credential"] = settings.credential
-        if settings.token is not None:
-            props["token"] = settings.token
-    return props
-
-
-def _register_secrets(props: Mapping[str, str]) -> None:
-    secrets = {k: v for k, v in props.items() if any(w in k.lower() for w in _SECRET_WORDS)}
-    password = urlsplit(props.get("uri", "")).password
-    if password:
-        secrets["uri.password"] = password
-    register_secrets(secrets)
-
-
-def shown_uri(uri: str) -> str:
-    """``uri`` as messages show it: without a password."""
-    parts = urlsplit(uri)
-    if not parts.password:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
-def cause(e: BaseException) -> str:
-    """One line naming an exception: its type and the first line of its message, secrets redacted."""
-    text = str(e).strip().splitlines()
-    first = text[0] if text else ""
-    name = type(e).__name__
-    return redact(f"{name}: {first}" if first else name)
-
-
-def describe(settings: CatalogSettings) -> str:
-    """How messages name a catalog: ``Iceberg catalog 'c' (sql at sqlite:///...)``."""
-    return f"Iceberg catalog '{settings.name}' ({settings.kind} at {shown_uri(settings.uri)})"
-
-
-def open_catalog(settings: CatalogSettings) -> Catalog:
-    """The pyiceberg catalog ``settings`` describe. Raises IcebergCatalogError when pyiceberg is missing or
-    the catalog cannot be opened (a SQL database it cannot reach, a REST server that does not answer)."""
-    props = _props(settings)
-    _register_secrets(props)
-    try:
-        if isinstance(settings, SqlCatalogSettings):
-            from pyiceberg.catalog.sql import SqlCatalog
-
-            return SqlCatalog(settings.name, **props)
-        from pyiceberg.catalog.rest import RestCatalog
-
-        return RestCatalog(settings.name, **props)
-    except ImportError as e:
-        raise IcebergCatalogError(f"{describe(settings)}: cannot open it: {cause(e)}",
-                                  hint="install compactor's Iceberg support: pip install 'compactor[iceberg]'") from None
-    except Exception as e:  # pyiceberg and its drivers raise many kinds (SQLAlchemy, requests, pydantic)
-        raise IcebergCatalogError(f"{describe(settings)}: cannot open it: {cause(e)}") from None
-
-
-def parse_identifier(identifier: str | tuple[str, ...]) -> tuple[str, ...]:
-    """``db.table`` (or ``("db", "table")``) as a tuple of at least two names."""
-    parts = tuple(identifier.split(".")) if isinstance(identifier, str) else tuple(identifier)
-    if len(parts) < 2 or any(not p for p in parts):
-        raise IcebergTableNotFound(f"'{'.'.join(parts)}' is not an Iceberg table identifier: it needs a namespace and "
-                                   "a table name (namespace.table)")
-    return parts
-
-
-def load_table(catalog: Catalog, settings: CatalogSettings, identifier: str | tuple[str, ...]) -> Table:
-    """The table ``identifier`` of ``catalog``. Raises IcebergTableNotFound when the catalog holds no such
-    table or namespace, IcebergCatalogError when the catalog fails to answer or the table's metadata
-    cannot be read."""
-    from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
-
-    parts = parse_identifier(identifier)
-    name = ".".join(parts)
-    try:
-        return catalog.load_table(parts)
-    except (NoSuchTableError, NoSuchNamespaceError) as e:
-        raise IcebergTableNotFound(f"{describe(settings)} has no table {name}: {cause(e)}") from None
-    except Exception as e:
-        raise IcebergCatalogError(f"{describe(settings)}: cannot load table {name}: {cause(e)}") from None
-
-
-def open_table(settings: CatalogSettings, identifier: str | tuple[str, ...]) -> Table:
+def open_table(settings: IcebergCatalogSettings, identifier: str | tuple[str, ...]) -> Table:
     """``load_table`` of a catalog opened for the call."""
     return load_table(open_catalog(settings), settings, identifier)
-
-
-def settings_from(profile: ProfileCatalog) -> CatalogSettings:
-    """The typed settings of a target's ``catalogs:`` entry of type ``sql`` or ``rest`` (its options are
-    pyiceberg's catalog properties). Raises IcebergCatalogError for a catalog of another type."""
-    options = dict(profile.options)
-    uri = options.pop("uri", "")
-    warehouse = options.pop("warehouse", None)
-    if profile.type == "sql":
-        return SqlCatalogSettings(profile.name, uri, warehouse, options)
-    if profile.type == "rest":
-        credential, token = options.pop("credential", None), options.pop("token", None)
-        return RestCatalogSettings(profile.name, uri, warehouse, credential, token, options)
-    raise IcebergCatalogError(f"catalog '{profile.name}' is a {profile.type} catalog: compactor reads Iceberg tables "
-                              "through an Iceberg catalog of type sql or rest",
-                              hint="declare the table's catalog with `type: sql` or `type: rest` in profiles.yml")
 
 
 def open_location(table: TableLocation) -> tuple[Table, str]:
@@ -192,6 +36,6 @@ def open_location(table: TableLocation) -> tuple[Table, str]:
     if table.catalog is None:
         raise IcebergCatalogError(f"{ident}: catalog '{ident.catalog}' is not defined in the target",
                                   hint="declare it under the target's `catalogs:` in profiles.yml")
-    settings = settings_from(table.catalog)
+    settings = settings_from(table.catalog, table.storage_options)
     name = f"{ident.namespace}.{ident.table}"
     return open_table(settings, name), name

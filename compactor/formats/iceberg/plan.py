@@ -1,7 +1,8 @@
 """Plan one Iceberg table (PURE): bins per partition of each spec with the shared planner
 (planning/partitions.py: triggers, where, lookback, budgets, bins of exact files), the snapshot id as every
-action's precondition version. On the local engine the files it cannot rewrite exactly are left alone with
-Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
+action's precondition version. A where or lookback on the source columns of the partitioning is projected
+through each spec's transforms (where.py) and the shared planner takes its verdict per partition. On the
+local engine the files it cannot rewrite exactly are left alone with Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
 files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then the
 policy's retention, after the compaction (retention_plan.py)."""
 
@@ -17,6 +18,7 @@ from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
 from compactor.formats.iceberg.read import SPEC_COLUMN, iceberg_state
 from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
 from compactor.formats.iceberg.support import table_problem
+from compactor.formats.iceberg.where import source_columns, source_filter
 from compactor.models.state import TableState
 from compactor.planning.bins import BIN_MODELS
 from compactor.planning.partitions import plan_partitions
@@ -100,13 +102,23 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if reason:
         return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
     scope = partition_scope(policy, state.partition_columns, column="partition field",
-                            columns="the table's partition fields")
+                            columns="the table's partition fields", sources=source_columns(st))
     if scope.problem is not None:
         return _config_error(base, state, scope.problem)
     where = scope.where
+    selected = None
+    if scope.where_on_sources or scope.lookback_on_source:  # projected through the transforms (where.py)
+        found = source_filter(policy, st, state.partition_columns, scope, now)
+        if isinstance(found, str):
+            return _config_error(base, state, found)
+        selected = found
+        if scope.where_on_sources:
+            where = None
+        if scope.lookback_on_source:
+            c = replace(c, partitions=replace(c.partitions, lookback=None))
     eligible, skips = _left_alone(state, st) if engine == "local" else (None, [])
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                    version=state.version, where=where, eligible=eligible)
+                                    version=state.version, where=where, eligible=eligible, scope=selected)
     removed = sum(a.input_files - a.expected_output_files for a in actions)
     return replace(base, actions=tuple(actions), skipped=(*skips, *more), files_after=state.file_count - removed)
 

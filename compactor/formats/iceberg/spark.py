@@ -16,16 +16,17 @@ from urllib.parse import unquote, urlsplit
 
 from compactor.engines.spark_needs import SparkNeeds
 from compactor.errors import UnsupportedTableError
-from compactor.formats.iceberg.catalog import (
-    CatalogSettings,
+from compactor.models.table import TableLocation
+from compactor.runtime.iceberg_catalog import (
     IcebergCatalogError,
+    IcebergCatalogSettings,
     RestCatalogSettings,
+    SqlCatalogSettings,
     cause,
     describe,
     parse_identifier,
     settings_from,
 )
-from compactor.models.table import TableLocation
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,11 @@ def _jdbc(uri: str) -> dict[str, str]:
                               "sqlite, PostgreSQL and MySQL through Iceberg's JDBC catalog")
 
 
-def java_catalog_properties(settings: CatalogSettings) -> dict[str, str]:
+def java_catalog_properties(settings: IcebergCatalogSettings) -> dict[str, str]:
     """The properties Iceberg's Java ``CatalogUtil.buildIcebergCatalog`` opens the same catalog with."""
+    if not isinstance(settings, SqlCatalogSettings | RestCatalogSettings):
+        raise IcebergCatalogError(f"{describe(settings)}: the spark engine opens Iceberg tables of sql and rest "
+                                  f"catalogs (a {settings.kind} catalog's tables are compacted by the local engine)")
     props = {str(k): str(v) for k, v in settings.properties.items()}
     if settings.warehouse is not None:
         props["warehouse"] = settings.warehouse
@@ -91,7 +95,7 @@ def java_catalog_properties(settings: CatalogSettings) -> dict[str, str]:
     return props
 
 
-def _java_catalog(spark: Any, settings: CatalogSettings) -> Any:
+def _java_catalog(spark: Any, settings: IcebergCatalogSettings) -> Any:
     """Iceberg's Java catalog for ``settings`` in ``spark``'s JVM (the caller closes it)."""
     jvm = spark._jvm
     props = jvm.java.util.HashMap()
@@ -128,7 +132,7 @@ def java_table(spark: Any, location: TableLocation) -> Iterator[Any]:
     ident, profile = location.identifier, location.catalog
     if ident is None or profile is None:
         raise IcebergCatalogError(f"{location.uri}: an Iceberg table is opened through its catalog")
-    settings = settings_from(profile)
+    settings = settings_from(profile, location.storage_options)
     use_session_loader(spark)
     parts = parse_identifier(f"{ident.namespace}.{ident.table}")
     catalog = _java_catalog(spark, settings)
@@ -140,11 +144,10 @@ def java_table(spark: Any, location: TableLocation) -> Iterator[Any]:
                                       f"{cause(e)}") from None
         yield table
     finally:
-        if hasattr(catalog, "close"):
-            try:
-                catalog.close()
-            except Exception as e:  # noqa: BLE001 - the action's outcome stands
-                log.debug("closing %s: %s", describe(settings), e)
+        try:  # the JDBC and REST catalogs are Closeable (their connection pools, their HTTP client)
+            catalog.close()
+        except Exception as e:  # noqa: BLE001 - the action's outcome stands
+            log.debug("closing %s: %s", describe(settings), e)
 
 
 def iceberg_version(spark: Any) -> str:

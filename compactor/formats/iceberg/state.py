@@ -164,6 +164,9 @@ class IcebergState:
     live: LiveFiles = field(repr=False, compare=False)
     #: what the policy's retention is planned from, when it plans any (retention_read.py)
     retention: RetentionFacts | None = field(default=None, repr=False, compare=False)
+    #: the table's metadata at the read (its schema and every partition spec, as pyiceberg's objects: the
+    #: planner projects a where on source columns through them)
+    metadata: TableMetadata | None = field(default=None, repr=False, compare=False)
 
     def spec(self, spec_id: int) -> Spec:
         return next(s for s in self.specs if s.spec_id == spec_id)
@@ -253,4 +256,4 @@ def state_of(table: Table, identifier: str, snapshot_id: int | None = None) -> I
         columns=tuple(Column(f.field_id, f.name, str(f.field_type), f.required) for f in schema.fields),
         default_spec_id=md.default_spec_id, specs=tuple(_spec(s, schema) for s in md.partition_specs),
         sort_order=_sort_order(md, schema), properties=dict(md.properties), files=files, delete_files=deletes,
-        totals=totals, live=live)
+        totals=totals, live=live, metadata=md)
