@@ -19,6 +19,7 @@ pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install
 from compactor.formats.iceberg.catalog import open_table  # noqa: E402
 from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
 from compactor.formats.iceberg.state import state_of  # noqa: E402
+from compactor.runtime import faults  # noqa: E402
 from tests.iceberg.project import Project, policy  # noqa: E402
 from tests.iceberg.spark_tables import JdbcCatalog, register_catalog  # noqa: E402
 
@@ -109,30 +110,65 @@ def test_spark_engine_replaces_exactly_the_planned_files_with_their_deletes(
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.parametrize("when", ["before_apply", "while_rewriting"])
 def test_a_delete_after_planning_makes_the_spark_rewrite_stale_and_leaves_nothing(
-        iceberg_spark: Any, tmp_path: Path) -> None:
+        iceberg_spark: Any, tmp_path: Path, when: str) -> None:
+    """A DELETE of a row of grp 1 after planning (a planned file gains a delete file): committed before the
+    apply, that action is not even rewritten; committed while the bins are being written (at the crash
+    point after the outputs, as a racing writer would), its bin's output is written, left out of the
+    commit and deleted through the gate. The other partitions' actions commit either way."""
     spark = iceberg_spark
     cat, t = _make(spark, tmp_path, 2)
     table = open_table(cat.settings(), "db.t")
     project = _project(tmp_path, cat)
     r = project.cli("plan")
     assert r.exit_code == 0, r.output
-    spark.sql(f"DELETE FROM {t} WHERE id = 1")  # a row of grp 1: a planned file gains a delete
-    table.refresh()
-    head = table.current_snapshot()
-    expected = _rows(spark, t)
+    delete = f"DELETE FROM {t} WHERE id = 1"
+    if when == "before_apply":
+        spark.sql(delete)
+    expected = sorted((r for r in _rows(spark, t) if r[0] != 1), key=repr)
 
-    r = project.cli("apply", str(project.plan_file))
+    def race(name: str) -> None:
+        if name == "iceberg.outputs_written":
+            spark.sql(delete)
+
+    previous = faults.set_hook(race if when == "while_rewriting" else None)
+    try:
+        r = project.cli("apply", str(project.plan_file))
+    finally:
+        faults.set_hook(previous)
     assert r.exit_code == 0, r.output  # a stale action is no failure: the next plan takes the table as it is
     statuses = {x["partition"]["grp"]: x["status"] for x in project.results()}
     assert statuses == {"0": "success", "1": "stale", "2": "success"}, statuses
-    table.refresh()
-    current = table.current_snapshot()
-    assert current is not None and head is not None
-    # the actions of other partitions may have committed; the touched one did not, and rows are exact
     assert _rows(spark, t) == expected
+    table.refresh()
     # nothing Spark wrote stays unreferenced in the action folders
     root = Path(table.location().removeprefix("file:").removeprefix("//"))
     refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
     left = [p for p in root.glob("data/compactor-*/**/*.parquet") if str(p) not in refs]
     assert left == []
+
+
+def test_a_hand_run_rewrite_data_files_after_planning_makes_the_plan_stale(iceberg_spark: Any, tmp_path: Path) -> None:
+    """Another maintenance job compacts the same files first (Iceberg's own procedure): every row stays
+    exactly once, compactor's actions are stale and commit nothing, and no file it wrote is left."""
+    spark = iceberg_spark
+    cat, t = _make(spark, tmp_path, 2)
+    table = open_table(cat.settings(), "db.t")
+    project = _project(tmp_path, cat)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    spark.sql(f"CALL {cat.name}.system.rewrite_data_files(table => 'db.t', options => map('min-input-files', '2'))")
+    table.refresh()
+    head = table.current_snapshot()
+    expected = _rows(spark, t)
+
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert {x["status"] for x in project.results()} == {"stale"}, project.results()
+    table.refresh()
+    assert table.current_snapshot() == head  # nothing committed
+    assert _rows(spark, t) == expected
+    root = Path(table.location().removeprefix("file:").removeprefix("//"))
+    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
+    assert [p for p in root.glob("data/compactor-*/**/*.parquet") if str(p) not in refs] == []

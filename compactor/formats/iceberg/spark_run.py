@@ -60,6 +60,13 @@ DEFAULT_BINS_PER_JOB = 25
 CONCURRENT_JOBS = 2
 
 
+def _stale(table: Table, st: IcebergState, actions: Sequence[CompactAction]) -> dict[int, StaleReplaceError]:
+    """The actions (by index) a change to ``table`` since planning made stale, with why."""
+    problems = stale_by_group(table, st, [a.input_paths for a in actions])
+    return {i: StaleReplaceError(f"{st.identifier}: not committed, the plan is stale: {'; '.join(p)}",
+                                 hint="plan again") for i, p in enumerate(problems) if p}
+
+
 def _batches(bins: Sequence[tuple[str, ...]], st: IcebergState, per_job: int | None) -> list[list[tuple[str, ...]]]:
     """The bins in jobs of at most ``per_job`` (the profile's ``max_concurrent_rewrites``; 1: one bin per job),
     each job's bins of one partition spec (a job writes into one spec)."""
@@ -78,7 +85,11 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
     key = ctx.commit_metadata.get("compactor.action") or f"iceberg-{uuid.uuid4().hex}"
     entry = ActionJournal(location.uri, ctx.commit_metadata.get("compactor.run_id", ""), key, st.snapshot_id,
                           owned=[rel], storage_options=location.storage_options)
-    planned_bins = [tuple(b) for a in actions for b in a.bins]
+    table.refresh()  # actions a change since planning already made stale are not rewritten at all
+    stale = _stale(table, st, actions)
+    if len(stale) == len(actions):
+        raise next(iter(stale.values()))
+    planned_bins = [tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins]
     committed = False
 
     def verify(paths: Sequence[str], rows: Sequence[int], out: str) -> None:
@@ -104,10 +115,8 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
             done_bins = {b.inputs: b for found in by_batch for b in found}
             bins = [done_bins[paths] for paths in planned_bins]
             crash_point("iceberg.outputs_written")
-            table.refresh()
-            problems = stale_by_group(table, st, [a.input_paths for a in actions])
-            stale = {i: StaleReplaceError(f"{st.identifier}: not committed, the plan is stale: {'; '.join(p)}",
-                                          hint="plan again") for i, p in enumerate(problems) if p}
+            table.refresh()  # and again right before the commit: the rewrite took time
+            stale.update(_stale(table, st, actions))
             if len(stale) == len(actions):
                 raise next(iter(stale.values()))
             fresh = {tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins}
