@@ -23,6 +23,7 @@ and output: engines/footer_check.column_problem, as the local rewrite checks).""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -106,12 +107,14 @@ class SparkRewrite:
         txn.updateProperties().set("write.data.path", folder).set("write.object-storage.path", folder).commit()
         self.writer_table = txn.table()  # never committed: the writer's view, with the folder as data path
         self._tasks: dict[str, Any] | None = None
+        self._tasks_lock = threading.Lock()  # the group's jobs run in threads: one planFiles for all
 
     def tasks(self, paths: Sequence[str]) -> list[Any]:
         """The scan tasks (whole files, with their deletes) of ``paths`` at the planned snapshot."""
-        if self._tasks is None:
-            scan = self.jtable.newScan().useSnapshot(self.planned.snapshot_id)
-            self._tasks = {str(t.file().location()): t for t in self._list(scan.planFiles())}
+        with self._tasks_lock:
+            if self._tasks is None:
+                scan = self.jtable.newScan().useSnapshot(self.planned.snapshot_id)
+                self._tasks = {str(t.file().location()): t for t in self._list(scan.planFiles())}
         missing = [p for p in paths if p not in self._tasks]
         if missing:
             raise StalePlanError(f"{self.planned.identifier}: {len(missing)} planned file(s) are not live at the "

@@ -1,11 +1,12 @@
 """Apply planned ``compact`` actions to an Iceberg table with the spark engine, a commit group at a time
 (the profile's ``commit_every_bins``/``commit_every_bytes``, as for Delta): the exact-bin rewrite of
-spark_rewrite.py, its bins written by concurrent Spark jobs (``max_concurrent_rewrites``, default 4),
-journaled (the group's own output folder is named before Spark writes a file into it), checked against
-the table's head before the commit (the planned files still live, their deletes unchanged), fenced, and
-committed as one ``replace`` snapshot. A refused or failed action deletes the
-files Spark wrote that no snapshot references, through the deletion gate (recovery.py); a commit whose
-outcome the catalog did not report keeps them for the next run's recovery."""
+spark_rewrite.py, its bins written ``max_concurrent_rewrites`` (default 25) to a Spark job, two jobs at
+once, journaled (the group's own output folder is named before Spark writes a file into it), checked
+against the table's head before the rewrite and again before the commit (the planned files still live,
+their deletes unchanged: an action a change touched is left out as stale), fenced, and committed as one
+``replace`` snapshot. A refused or failed group deletes the files Spark wrote that no snapshot
+references, through the deletion gate (recovery.py); a commit whose outcome the catalog did not report
+keeps them for the next run's recovery."""
 
 from __future__ import annotations
 
@@ -71,9 +72,10 @@ def _batches(bins: Sequence[tuple[str, ...]], st: IcebergState, per_job: int | N
     """The bins in jobs of at most ``per_job`` (the profile's ``max_concurrent_rewrites``; 1: one bin per job),
     each job's bins of one partition spec (a job writes into one spec)."""
     size = per_job or DEFAULT_BINS_PER_JOB
+    spec_of = {f.path: f.spec_id for f in st.files}
     by_spec: dict[int, list[tuple[str, ...]]] = {}
     for b in bins:
-        by_spec.setdefault(st.file(b[0]).spec_id, []).append(b)
+        by_spec.setdefault(spec_of[b[0]], []).append(b)
     return [group[i:i + size] for group in by_spec.values() for i in range(0, len(group), size)]
 
 
@@ -90,6 +92,7 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
     if len(stale) == len(actions):
         raise next(iter(stale.values()))
     planned_bins = [tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins]
+    sizes = {f.path: f.size for f in st.files}
     committed = False
 
     def verify(paths: Sequence[str], rows: Sequence[int], out: str) -> None:
@@ -105,7 +108,7 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
                 done = rewrite.rewrite_bins(batch, rows, verify)
                 if ctx.on_bin_done is not None:
                     for paths in batch:
-                        ctx.on_bin_done(sum(st.file(p).size for p in paths))
+                        ctx.on_bin_done(sum(sizes[p] for p in paths))
                 return done
 
             batches = _batches(planned_bins, st, ctx.target.threads)
@@ -129,8 +132,11 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
             committed = True
             crash_point("iceberg.after_commit")
             left = [b.output_path for b in bins if b.inputs not in fresh and b.output_path is not None]
-            if left:  # the outputs of the stale actions' bins: no snapshot references them
+            try:  # the outputs of the stale actions' bins: no snapshot references them
                 delete_unreferenced(table, left, location.storage_options)
+            except Exception as e:  # noqa: BLE001 - committed: a leftover is an orphan, not a failure
+                log.warning("%s: could not delete the outputs of stale actions (%s): %s", location.identifier,
+                            ", ".join(left[:3]), e)
     except CommitOutcomeUnknown:
         raise  # the outputs stay: the commit may have landed (the next run's recovery judges them)
     except BaseException:
@@ -140,7 +146,6 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
             except Exception as e:  # noqa: BLE001 - the next run's recovery tries again; the refusal stands
                 log.warning("%s: could not delete the outputs of a refused rewrite yet: %s", location.identifier, e)
         raise
-    sizes = {f.path: f.size for f in st.files}
     by_inputs = {b.inputs: b for b in bins}
     outcomes: list[ActionOutcome | StaleReplaceError] = []
     for i, a in enumerate(actions):
