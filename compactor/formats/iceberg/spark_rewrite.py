@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 PINNED = "1.12.0"
 
 
+#: a py4j proxy of Iceberg's Java ``FileScanTask`` (a data file with the delete files that apply to it)
+ScanTask = Any
+
+
 class IcebergRuntimeVersionError(UnsupportedTableError):
     code = "iceberg_runtime_version"
 
@@ -106,7 +110,7 @@ class SparkRewrite:
         txn = jtable.newTransaction()
         txn.updateProperties().set("write.data.path", folder).set("write.object-storage.path", folder).commit()
         self.writer_table = txn.table()  # never committed: the writer's view, with the folder as data path
-        self._tasks: dict[str, Any] | None = None
+        self._tasks: dict[str, ScanTask] | None = None
         self._tasks_lock = threading.Lock()  # the group's jobs run in threads: one planFiles for all
 
     def tasks(self, paths: Sequence[str]) -> list[Any]:

@@ -255,7 +255,7 @@ def _leaf(leaves: list[_Leaf], column: str, text: str, op: str, value: Any) -> B
     import pyiceberg.expressions as ice
 
     # pydantic models: their signatures, as mypy's plugin sees them, take keywords only
-    kinds: dict[str, Any] = {"EQ": ice.EqualTo, "NEQ": ice.NotEqualTo, "GT": ice.GreaterThan,
+    kinds: dict[str, Callable[..., BooleanExpression]] = {"EQ": ice.EqualTo, "NEQ": ice.NotEqualTo, "GT": ice.GreaterThan,
                              "GTE": ice.GreaterThanOrEqual, "LT": ice.LessThan, "LTE": ice.LessThanOrEqual,
                              "STARTS": ice.StartsWith, "NOT_STARTS": ice.NotStartsWith, "IN": ice.In,
                              "NOT_IN": ice.NotIn, "NULL": ice.IsNull, "NOT_NULL": ice.NotNull}
