@@ -4,7 +4,7 @@ exact snapshots ``expire_snapshots`` expires and the exact files that frees, and
 the current rows are the same) and deletes only those files, through the deletion gate; the next plan plans
 nothing. A change after planning: a tag on a planned snapshot makes the expiry stale (nothing committed),
 also when it lands between apply's check and its commit; a file committed at a planned orphan's path is
-kept. The spark engine is refused naming the local engine; another format's retention key is an error at
+kept. A spark-engine target runs them the same way (no JVM); another format's retention key is an error at
 its line."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,11 +22,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from pyiceberg.table import Table  # noqa: E402
 
-from compactor.errors import UnsupportedTableError  # noqa: E402
 from compactor.formats.iceberg import expire as expire_module  # noqa: E402
 from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
-from compactor.formats.iceberg.retention_actions import ExpireSnapshotsAction  # noqa: E402
-from compactor.formats.iceberg.retention_run import run_retention  # noqa: E402
 from compactor.formats.iceberg.state import state_of  # noqa: E402
 from compactor.runtime import journal, liveness  # noqa: E402
 from tests.iceberg.project import Project, profiles  # noqa: E402
@@ -258,18 +254,25 @@ def test_a_file_a_running_compactor_names_in_its_journal_is_no_orphan(tmp_path: 
     assert project.table_plan()["actions"] == [] and named.exists()
 
 
-def test_the_spark_engine_plans_no_retention_and_refuses_to_run_it(tmp_path: Path) -> None:
-    _history(tmp_path)
+def test_a_spark_engine_target_plans_and_runs_retention_through_pyiceberg(tmp_path: Path) -> None:
+    """Retention edits metadata and deletes files: a target whose engine is spark plans and runs it as the
+    local engine does, through pyiceberg, starting no JVM."""
+    t, gone = _history(tmp_path)
+    head = t.current_snapshot()
+    assert head is not None
     project = Project.make(tmp_path, "unpartitioned", profiles_text=profiles(tmp_path, engine="spark"),
-                           policy_text=_policy("unpartitioned", expire="older_than: 1s", orphans="older_than: 1d"))
-    assert project.cli("plan").exit_code == 0
-    table = project.table_plan()
-    assert table["actions"] == []
-    assert any(s["reason"] == "unsupported" and "the local engine runs" in s["message"] for s in table["skipped"])
-    action = ExpireSnapshotsAction(older_than=1, retain_last=1, horizon_ms=1, snapshots=(1,))
-    ctx: Any = SimpleNamespace(target=SimpleNamespace(engine="spark"), table=SimpleNamespace(name="t"))
-    with pytest.raises(UnsupportedTableError, match="the local engine runs"):
-        run_retention(action, ctx)
+                           policy_text=_policy("unpartitioned", expire="older_than: 1s, retain_last: 1"))
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 2, r.output
+    assert project.table_plan()["engine"] == "spark"
+    assert [a["type"] for a in project.table_plan()["actions"]] == ["expire_snapshots"]
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert "starting Spark" not in r.output
+    assert _result(project, "expire_snapshots")["status"] == "success"
+    t.refresh()
+    assert [s.snapshot_id for s in t.metadata.snapshots] == [head.snapshot_id]
+    assert not _local(gone).exists()
 
 
 def test_another_formats_retention_key_is_an_error_at_its_line(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Iceberg's retention words (PURE, registered by actions.py): the ``expire_snapshots`` and
 ``remove_orphan_files`` actions a policy's ``retention:`` block plans (retention_plan.py), and the skip
-reasons when there is nothing to do. Apply runs them with the local engine (retention_run.py).
+reasons when there is nothing to do. Apply runs them through pyiceberg whichever the engine (retention_run.py).
 
 Each action lists exactly what it does: the snapshot ids it expires and the files that expiring them
 leaves unreferenced; the orphan files it deletes. The precondition's version is the snapshot the plan read,
@@ -22,9 +22,6 @@ from compactor.units import format_duration, format_size
 
 _NOT_NEGATIVE = {"minimum": 0}
 _FILES = {"items": {"type": "string", "minLength": 1}}
-#: what a local-engine-only action says of the spark engine
-LOCAL_ONLY = ("the local engine runs Iceberg's expire_snapshots and remove_orphan_files (pyiceberg, no JVM): plan and "
-              "apply them with a target whose engine is local")
 
 
 def _retention(policy: TablePolicy) -> Retention | None:

@@ -16,7 +16,6 @@ import datetime as dt
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from compactor.formats.iceberg.retention_actions import (
-    LOCAL_ONLY,
     ExpireSnapshotsAction,
     IcebergRetentionSkip,
     RemoveOrphanFilesAction,
@@ -68,15 +67,13 @@ def horizon_ms(now: dt.datetime, older_than: int) -> int:
     return int(now.timestamp() * 1000) - older_than * 1000
 
 
-def plan_retention(retention: Retention, facts: RetentionFacts | None, *, version: int | None, now: dt.datetime,
-                   engine: str, local: bool) -> tuple[list[Action], list[Skip]]:
-    """The retention actions of one table (``local``: the engine runs them), or skips saying why not."""
+def plan_retention(retention: Retention, facts: RetentionFacts | None, *, version: int | None,
+                   now: dt.datetime) -> tuple[list[Action], list[Skip]]:
+    """The retention actions of one table, or skips saying why not (either engine runs them: through
+    pyiceberg, no JVM)."""
     e, o = retention.expire_snapshots, retention.remove_orphan_files
     if not (e.enabled or o.enabled):
         return [], []
-    if not local:
-        return [], [Skip(SkipReason.UNSUPPORTED, None, {}, f"the {engine} engine does not run Iceberg's retention "
-                         f"yet: {LOCAL_ONLY}")]
     if facts is None or facts.problem is not None:
         why = facts.problem if facts is not None else "its facts were not read"
         return [], [Skip(SkipReason.UNREADABLE, None, {}, f"retention: {why}")]

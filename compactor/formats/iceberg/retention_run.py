@@ -1,5 +1,5 @@
-"""Apply an Iceberg table's retention actions with the local engine (pyiceberg, no JVM); the spark engine's
-Iceberg path does not run them yet and refuses, naming the local engine.
+"""Apply an Iceberg table's retention actions through pyiceberg (no JVM), whichever engine the target names:
+they edit metadata and delete files, nothing an engine rewrites.
 
 ``expire_snapshots``: the table is read again through its catalog and every listed snapshot must still be
 there and still expirable by the action's own rule (retention_plan.expirable: older than its horizon, not
@@ -30,7 +30,6 @@ from compactor.formats.iceberg.catalog import open_location
 from compactor.formats.iceberg.read import table_root
 from compactor.formats.iceberg.references import IcebergReferences
 from compactor.formats.iceberg.retention_actions import (
-    LOCAL_ONLY,
     ExpireSnapshotsAction,
     IcebergRetentionAction,
     RemoveOrphanFilesAction,
@@ -59,10 +58,7 @@ SHOWN = 1000
 
 
 def run_retention(action: IcebergRetentionAction, ctx: ActionContext) -> ActionOutcome:
-    """Run ``action`` (module docstring); the local engine only."""
-    if ctx.target.engine != "local":
-        raise UnsupportedTableError(f"{ctx.table.name}: the {ctx.target.engine} engine does not run {action.type} on "
-                                    f"Iceberg tables yet: {LOCAL_ONLY}")
+    """Run ``action`` (module docstring)."""
     if isinstance(action, ExpireSnapshotsAction):
         return _expire(action, ctx)
     if isinstance(action, RemoveOrphanFilesAction):
