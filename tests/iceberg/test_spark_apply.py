@@ -215,3 +215,46 @@ def test_spark_engine_on_orc_and_avro_files_transforms_and_schema_evolution(iceb
     assert sorted(tuple(r) for r in spark.sql(query).collect()) == before
     r = project.cli("plan", "--detailed-exitcode")
     assert r.exit_code == 0, r.output
+
+
+def test_spark_engine_on_a_streaming_append_table_with_hours_and_a_merge(iceberg_spark: Any, tmp_path: Path) -> None:
+    """A Structured Streaming query appends micro-batch by micro-batch (one small file per batch and hour)
+    into a v3 table partitioned by ``hours(ts)``, then a MERGE (merge-on-read: deletion vectors) updates and
+    inserts rows: the spark engine replaces exactly the planned files, rows and row ids read back the same."""
+    spark = iceberg_spark
+    cat = register_catalog(spark, tmp_path / "ice")
+    t = f"{cat.name}.db.events"
+    spark.sql(f"""CREATE TABLE {t} (id BIGINT, ts TIMESTAMP, v STRING) USING iceberg PARTITIONED BY (hours(ts))
+                  TBLPROPERTIES ('format-version' = '3', 'write.merge.mode' = 'merge-on-read')""")
+    source = tmp_path / "source"
+    for i in range(4):
+        spark.sql(f"SELECT id, timestamp_seconds(1704067200 + (id % 3) * 3600) AS ts, concat('v', CAST(id AS STRING)) AS v "
+                  f"FROM range({i * 30}, {i * 30 + 30})").coalesce(1).write.parquet(str(source / f"batch={i}"))
+    stream = (spark.readStream.schema("id BIGINT, ts TIMESTAMP, v STRING").option("maxFilesPerTrigger", 1)
+              .option("recursiveFileLookup", "true").parquet(str(source)))
+    query = (stream.writeStream.format("iceberg").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).toTable(t))
+    query.awaitTermination(120)
+    spark.sql(f"""MERGE INTO {t} AS d USING (SELECT id, ts, 'merged' AS v FROM {t} WHERE id % 7 = 0
+                  UNION ALL SELECT 1000 AS id, timestamp_seconds(1704067200) AS ts, 'new' AS v) AS s ON d.id = s.id
+                  WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""")
+    before = sorted(tuple(r) for r in spark.sql(f"SELECT id, ts, v FROM {t}").collect())
+    lineage = sorted(tuple(r) for r in spark.sql(f"SELECT id, _row_id FROM {t}").collect())
+    assert len(before) == 121
+    table = open_table(cat.settings(), "db.events")
+    planned = state_of(table, "db.events")
+    assert len(planned.files) >= 12 and any(d.kind == "deletion_vector" for d in planned.delete_files)
+    project = Project.make(tmp_path, "events", catalog=cat.name, policy_text=policy("events", cat.name),
+                           profiles_text=_profiles(cat))
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    planned_paths = {p for b in project.bins() for p in b}
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    table.refresh()
+    after = state_of(table, "db.events")
+    assert {f.path for f in planned.files} - {f.path for f in after.files} == planned_paths
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT id, ts, v FROM {t}").collect()) == before
+    assert sorted(tuple(r) for r in spark.sql(f"SELECT id, _row_id FROM {t}").collect()) == lineage
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output

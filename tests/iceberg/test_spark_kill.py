@@ -32,7 +32,7 @@ from compactor.formats.iceberg.faults import CRASH_POINTS  # noqa: E402
 from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
 from compactor.runtime import faults  # noqa: E402
 from tests.formats.contract.lake import RUN_WRITERS, Killed, _lease_of_a_dead_process  # noqa: E402
-from tests.iceberg.test_spark_apply import _make, _project, _rows  # noqa: E402
+from tests.iceberg.test_spark_apply import ROWS, _make, _project, _rows  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.iceberg_jars, pytest.mark.delta_jars]
 
@@ -115,22 +115,28 @@ def test_real_sigkills_at_random_moments_lose_no_row_and_converge(iceberg_spark:
     spark = iceberg_spark
     cat, t = _make(spark, tmp_path, 2)
     table = open_table(cat.settings(), "db.t")
-    before = _rows(spark, t)
     project = _project(tmp_path, cat)
+    before: list[tuple[Any, ...]] = []
     rng = random.Random(int(os.environ.get("COMPACTOR_ICEBERG_KILL_SEED", "39")))
+    killed = 0
     for k in range(KILLS):
+        lo = 10_000 + k * 30  # more small files in every partition: each round has bins to rewrite
+        for _ in range(2):
+            spark.sql(f"INSERT INTO {t} " + ROWS.format(lo=lo, hi=lo + 30))
+            lo += 1_000_000
+        before = _rows(spark, t)
         r = project.cli("plan", "--detailed-exitcode")
-        if r.exit_code == 0:  # converged: more rows to compact
-            spark.sql(f"INSERT INTO {t} SELECT * FROM {t} WHERE id < 0")
-            break
+        assert r.exit_code == 2, r.output
         proc = subprocess.Popen([sys.executable, "-m", "compactor", "apply", str(project.plan_file),
                                  "--project-dir", str(project.root)], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(5.0, 40.0))  # the JVM start takes most of the first 20 s here
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(rng.uniform(3.0, 30.0))  # the JVM start takes most of the first 15 s here
+        if proc.poll() is None:  # the process and its JVM, as a container's end kills them
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed += 1
         proc.wait()
         assert _rows(spark, t) == before, f"kill {k}"
+    print(f"{killed} of {KILLS} applies killed before they ended")
     _converge(project)
     assert _rows(spark, t) == before
     assert _unreferenced_outputs(table) == []
