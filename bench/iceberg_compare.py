@@ -4,8 +4,8 @@ catalog on sqlite, local[2]. Each run starts from the same table: the catalog an
 back from a pristine copy first (in both commands, so both pay it).
 
     python bench/iceberg_compare.py setup /tmp/icebench           # the table, the project, its plan
-    farm-bench --vs 'python bench/iceberg_compare.py native /tmp/icebench' \\
-        -- python bench/iceberg_compare.py compactor /tmp/icebench
+    /usr/bin/time -v python bench/iceberg_compare.py native /tmp/icebench      # then, in turn, pair by pair:
+    /usr/bin/time -v python bench/iceberg_compare.py compactor /tmp/icebench
 
 ``native``: one process starts Spark with Iceberg's runtime and CALLs ``system.rewrite_data_files`` on the
 table (its defaults: every partition's 10 files into one). ``compactor``: ``compactor apply`` of the plan

@@ -3,8 +3,8 @@ table: compactor/formats/delta/read/vacuum_listing.py) against delta-rs' full-mo
 listed with before issue 36, on a table of many files.
 
     python bench/vacuum_listing.py build /tmp/vac --files 100000 --removed 20000
-    farm-bench --vs 'python bench/vacuum_listing.py list /tmp/vac --side delta-rs' -- \\
-        python bench/vacuum_listing.py list /tmp/vac --side compactor
+    /usr/bin/time -v python bench/vacuum_listing.py list /tmp/vac --side delta-rs     # then, in turn:
+    /usr/bin/time -v python bench/vacuum_listing.py list /tmp/vac --side compactor
 
 ``build`` writes one commit of ``--files`` adds in 100 partitions, then one of ``--removed`` removes (old
 tombstones), a delta-rs checkpoint, and an empty file on storage for each (VACUUM never reads a data file).

@@ -3,22 +3,24 @@ one module pinned to the internals of Iceberg's Spark runtime (``PINNED``; anoth
 
 Per bin, the planned data files' scan tasks at the planned snapshot (each with the delete files that apply
 to it: position deletes, deletion vectors, equality deletes) are staged as one file group
-(``ScanTaskSetManager``), read by Iceberg's reader with their deletes applied as one split, and written by
-Iceberg's writer as one file in the bin's own partition spec (``FileRewriteCoordinator`` hands back the new
-``DataFile``); this is what ``rewrite_data_files`` does for a group, with compactor choosing the files.
-The writer writes into a folder of this action alone: a transaction (never committed) sets the table's
-``write.data.path`` for the writer only, so the crash journal names the folder before any file exists
-(``owned``: runtime/journal.py). Nothing is committed until every bin is verified; then one ``RewriteFiles``
-replaces exactly the planned data files, and the delete files only they referenced, by the new files, as
-one ``replace`` snapshot validated from the planned snapshot (Iceberg's own conflict checks: the files are
-still live, no delete was added for them since), with the planned snapshot's data sequence number (as
-Iceberg's rewrite does, so an equality delete committed meanwhile still applies to the rows).
+(``ScanTaskSetManager``) and read by Iceberg's reader with their deletes applied as one split; the bins of
+one Spark job (``rewrite_bins``) are one Spark partition each, written by Iceberg's writer as one file per
+bin in the bins' partition spec (``FileRewriteCoordinator`` hands back the new ``DataFile`` objects, named
+after the Spark partition that wrote them); this is what ``rewrite_data_files`` does for its file groups,
+with compactor choosing the files. The writer writes into a folder of this commit group alone: a
+transaction (never committed) sets the table's ``write.data.path`` for the writer only, so the crash
+journal names the folder before any file exists (``owned``: runtime/journal.py). Nothing is committed
+until every bin is verified; then one ``RewriteFiles`` replaces exactly the planned data files, their
+deletion vectors and the position delete files only they referenced, by the new files, as one ``replace``
+snapshot validated from the planned snapshot (Iceberg's own conflict checks: the files are still live, no
+delete was added for them since), with the planned snapshot's data sequence number (as Iceberg's rewrite
+does, so an equality delete committed meanwhile still applies to the rows).
 
-Verification before the commit, per bin: rows written (the output's footer and its manifest entry) equal
+Verification before the commit, per bin: rows written (the output's manifest entry, and its footer) equal
 rows read after deletes (counted as they stream into the writer), which equal per input the rows its
-footer holds less the rows its deletes remove (counted in one Spark job per action over the files that
-have deletes); column by column the output's footer holds what the inputs' footers say (Parquet inputs
-and output: engines/footer_check.column_problem, as the local rewrite checks)."""
+footer holds less the rows its deletes remove (counted in one Spark job per commit group over the files
+that have deletes); column by column the output's footer holds what the inputs' footers say (Parquet
+inputs and output: engines/footer_check.column_problem, as the local rewrite checks)."""
 
 from __future__ import annotations
 
