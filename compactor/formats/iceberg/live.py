@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from compactor.errors import TableReadError
+from compactor.runtime.gc_pause import gc_paused
 
 if TYPE_CHECKING:
     from pyiceberg.io import FileIO
@@ -91,7 +92,14 @@ def _equality_applies(delete: DataFile, delete_seq: int, data: DataFile, data_se
 
 def read_live(metadata: TableMetadata, io: FileIO, snapshot_id: int | None, where: str) -> LiveFiles:
     """The live files of ``snapshot_id`` of the table ``metadata`` describes (``where`` names the table in
-    an error). Raises TableReadError when a manifest cannot be read."""
+    an error). Raises TableReadError when a manifest cannot be read. The cyclic collector is paused
+    (runtime/gc_pause.py): a manifest entry is a dozen objects, none in a cycle, and each full collection
+    walked every entry read so far (100,000 entries: 2.4 s read paused, 5.3 s not)."""
+    with gc_paused():
+        return _read_live(metadata, io, snapshot_id, where)
+
+
+def _read_live(metadata: TableMetadata, io: FileIO, snapshot_id: int | None, where: str) -> LiveFiles:
     from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, DataFileContent
     from pyiceberg.table.delete_file_index import DeleteFileIndex
 

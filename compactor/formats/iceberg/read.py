@@ -13,6 +13,7 @@ from compactor.formats.iceberg.catalog import open_location
 from compactor.formats.iceberg.state import IcebergState, state_of
 from compactor.models.state import TableState, files_table
 from compactor.models.table import TableLocation
+from compactor.runtime.gc_pause import gc_paused
 from compactor.runtime.paths import local_path
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ def read_iceberg_state(location: TableLocation, snapshot_id: int | None = None) 
     if snapshot_id is not None and table.metadata.snapshot_by_id(snapshot_id) is None:
         raise TableReadError(f"{location.identifier}: snapshot {snapshot_id} is no longer in the table's metadata "
                              "(expired?)")
-    return as_table_state(state_of(table, name, snapshot_id), table), table
+    with gc_paused():  # as read_live: many small objects, no cycle, each full collection walks them all
+        return as_table_state(state_of(table, name, snapshot_id), table), table
 
 
 def iceberg_state(state: TableState) -> IcebergState:

@@ -202,25 +202,33 @@ def _delete(f: DataFile, seq: int) -> IcebergDeleteFile:
 
 
 class _Renderer:
-    """Partition tuples rendered per spec, each spec's partition type built once."""
+    """Partition tuples rendered per spec, each spec's partition type built once, and each partition's tuple
+    once: the files of one partition share it (a table has far fewer partitions than files)."""
 
     def __init__(self, metadata: TableMetadata) -> None:
         self.schema = metadata.schema()
         self.specs = metadata.specs()
         self._types: dict[int, list[object]] = {}
+        self._seen: dict[tuple[int, tuple[object, ...]], tuple[PartitionValue, ...]] = {}
 
     def __call__(self, f: DataFile) -> tuple[PartitionValue, ...]:
-        spec = self.specs[int(f.spec_id or 0)]
+        spec_id = int(f.spec_id or 0)
+        spec = self.specs[spec_id]
         if not spec.fields:
             return ()
-        types = self._types.get(spec.spec_id)
+        values = tuple(f.partition[i] for i in range(len(spec.fields)))
+        # equal values render alike, floats aside (0.0 == -0.0, and NaN is unequal to itself): never shared
+        key = None if any(isinstance(v, float) for v in values) else (spec_id, values)
+        if key is not None and (known := self._seen.get(key)) is not None:
+            return known
+        types = self._types.get(spec_id)
         if types is None:
-            types = self._types[spec.spec_id] = [t.field_type for t in spec.partition_type(self.schema).fields]
-        out = []
-        for i, pf in enumerate(spec.fields):
-            value = f.partition[i]
-            out.append(PartitionValue(pf.name, value, pf.transform.to_human_string(types[i], value)))  # type: ignore[arg-type]
-        return tuple(out)
+            types = self._types[spec_id] = [t.field_type for t in spec.partition_type(self.schema).fields]
+        out = tuple(PartitionValue(pf.name, value, pf.transform.to_human_string(types[i], value))  # type: ignore[arg-type]
+                    for i, (pf, value) in enumerate(zip(spec.fields, values, strict=True)))
+        if key is not None:
+            self._seen[key] = out
+        return out
 
 
 def _data_file(live: LiveDataFile, render: _Renderer, seqs: Mapping[str, int]) -> IcebergDataFile:
