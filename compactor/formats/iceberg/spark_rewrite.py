@@ -222,7 +222,7 @@ class SparkRewrite:
         for f in new:
             path = str(f.location())
             if not _name(path).startswith(inside):
-                raise ApplyError(f"{self.planned.identifier}: Spark wrote {path} outside this action's folder "
+                raise ApplyError(f"{self.planned.identifier}: Spark wrote {path} outside this commit group's folder "
                                  f"{self.folder} (a table location provider compactor cannot steer); nothing was "
                                  "committed")
             outputs.setdefault(int(path.rsplit("/", 1)[-1].split("-", 1)[0]), []).append((path, f))
