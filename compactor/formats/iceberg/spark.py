@@ -47,11 +47,12 @@ def runtime_package() -> str:
 
 
 def spark_needs(loads: bool) -> tuple[SparkNeeds, ...]:
-    """What a session needs for Iceberg tables: required (the spark engine's Iceberg path runs in the JVM)."""
+    """What a session needs for Iceberg tables. Not required: a session a catalog lookup opens for tables of
+    any format (tasks/spark_needs.any_format) must still start for Delta's when Iceberg's jars cannot be
+    resolved; the spark engine's Iceberg path then refuses, naming the missing runtime (spark_rewrite.py)."""
     packages = (runtime_package(), SQLITE_JDBC) if loads else ()
     return (SparkNeeds("Apache Iceberg", packages=packages, conf=(("spark.sql.extensions", ICEBERG_EXTENSION),),
                        jvm_class="org.apache.iceberg.spark.SparkCatalog", sql_extension=ICEBERG_EXTENSION,
-                       required=True,
                        hint=f"check Maven Central access ({runtime_package() if loads else 'the Iceberg runtime'})",
                        connect_hint="compactor's Iceberg path on the spark engine needs a local JVM"),)
 

@@ -68,7 +68,15 @@ class SparkBin:
 
 
 def check_runtime(spark: Any) -> None:
-    version = iceberg_version(spark)
+    """Refuse (IcebergRuntimeVersionError) a session without Iceberg's runtime, or with another version."""
+    try:
+        version = iceberg_version(spark)
+    except Exception:  # noqa: BLE001 - py4j: the class is not in the session's JVM
+        raise IcebergRuntimeVersionError(
+            "the Spark session has no Apache Iceberg runtime (its jars could not be loaded when the session "
+            "started: see the warning then)",
+            hint=f"check Maven Central access for org.apache.iceberg:iceberg-spark-runtime-<spark>_2.13:{PINNED}, "
+                 "or apply Iceberg tables with the local engine") from None
     if version.split(" ")[0] != PINNED and PINNED not in version:
         raise IcebergRuntimeVersionError(
             f"the session's Iceberg runtime is {version}: compactor's exact-bin rewrite is written against the "
