@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from compactor.errors import ApplyError, StalePlanError, TableReadError
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -24,6 +25,11 @@ from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, CompactAction
 from compactor.runtime.faults import crash_point
 from compactor.runtime.journal import ActionJournal
+
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+    from compactor.models.state import TableState
 
 log = logging.getLogger(__name__)
 
@@ -38,14 +44,19 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
     return run_compact(action, ctx)
 
 
-def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
-    location = ctx.location
-    planned_id = action.precondition.table_version
+def _read_planned(ctx: ActionContext, planned_id: int | None) -> tuple[TableState, Table]:
+    """The table at the planned snapshot; StalePlanError when it cannot be read there (expired)."""
     try:
-        planned, table = read_iceberg_state(location, planned_id)
+        return read_iceberg_state(ctx.location, planned_id)
     except TableReadError as e:
         raise StalePlanError(f"cannot read the table at the planned snapshot {planned_id}: {e.message}; nothing "
                              "was committed", hint="plan again") from None
+
+
+def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
+    location = ctx.location
+    planned_id = action.precondition.table_version
+    planned, table = _read_planned(ctx, planned_id)
     st = iceberg_state(planned)
     if ctx.dry_run:
         return ActionOutcome(details=ActionDetails(dry_run=True))
@@ -106,12 +117,7 @@ def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOut
     versions = {a.precondition.table_version for a in compacts}
     if len(compacts) != len(actions) or len(versions) != 1:
         raise ApplyError("an Iceberg commit group holds compact actions planned at one snapshot only")
-    planned_id = versions.pop()
-    try:
-        planned, table = read_iceberg_state(ctx.location, planned_id)
-    except TableReadError as e:
-        raise StalePlanError(f"cannot read the table at the planned snapshot {planned_id}: {e.message}; nothing "
-                             "was committed", hint="plan again") from None
+    planned, table = _read_planned(ctx, versions.pop())
     if ctx.dry_run:
         return [ActionOutcome(details=ActionDetails(dry_run=True)) for _ in actions]
     return list(run_compact_spark(compacts, ctx, planned, table))
