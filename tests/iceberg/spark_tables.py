@@ -24,27 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from compactor.formats.iceberg.spark import (  # the runtime compactor loads: the tests load the same
+    ICEBERG_CLASS,
+    ICEBERG_EXTENSION,
+    SQLITE_JDBC,
+    runtime_package,
+    spark_needs,
+)
+
 if TYPE_CHECKING:
     from compactor.runtime.iceberg_catalog import SqlCatalogSettings
 
-#: the Iceberg release whose Spark runtime the tests load (1.12.0 has runtimes for Spark 4.1, none for 4.2)
-ICEBERG_VERSION = "1.12.0"
-#: Iceberg's SQL extension (CALL procedures, ALTER TABLE ... partition fields, WRITE ORDERED BY)
-ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-#: a class of the runtime jar: the jar loaded when it does
-ICEBERG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
-#: the JDBC driver of the catalogs' sqlite databases
-SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.54.1.0"
 #: Delta's SQL extension (formats/delta/spark.py sets it alone; a session with both lists both)
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-
-
-def runtime_package() -> str:
-    """The Iceberg runtime for the installed pyspark's Spark line (``iceberg-spark-runtime-4.1_2.13``)."""
-    import pyspark
-
-    spark = ".".join(pyspark.__version__.split(".")[:2])
-    return f"org.apache.iceberg:iceberg-spark-runtime-{spark}_2.13:{ICEBERG_VERSION}"
 
 
 def packages() -> list[str]:
@@ -68,11 +60,9 @@ def build_session(master: str, app_name: str, conf: Mapping[str, str] | None = N
 
 def iceberg_loaded(spark: Any) -> bool:
     """Whether the session runs Iceberg's SQL: the runtime's classes load and its extension is configured."""
-    from compactor.engines.spark_needs import SparkNeeds
     from compactor.engines.spark_session import session_provides
 
-    return session_provides(spark, SparkNeeds("Apache Iceberg", jvm_class=ICEBERG_CLASS,
-                                              sql_extension=ICEBERG_EXTENSION))
+    return session_provides(spark, spark_needs(False)[0])
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,10 @@ log = logging.getLogger(__name__)
 #: the Iceberg release whose Spark runtime compactor loads and is tested with (1.12.0 has runtimes for
 #: Spark 4.1, none for 4.2)
 ICEBERG_VERSION = "1.12.0"
+#: Iceberg's SQL extension (CALL procedures, ALTER TABLE ... partition fields, WRITE ORDERED BY)
 ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+#: a class of the runtime jar: the jar loaded when it does
+ICEBERG_CLASS = "org.apache.iceberg.spark.SparkCatalog"
 #: the JDBC driver of SQL catalogs kept in sqlite (other databases: add their driver to spark.packages)
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.54.1.0"
 
@@ -52,7 +55,7 @@ def spark_needs(loads: bool) -> tuple[SparkNeeds, ...]:
     resolved; the spark engine's Iceberg path then refuses, naming the missing runtime (spark_rewrite.py)."""
     packages = (runtime_package(), SQLITE_JDBC) if loads else ()
     return (SparkNeeds("Apache Iceberg", packages=packages, conf=(("spark.sql.extensions", ICEBERG_EXTENSION),),
-                       jvm_class="org.apache.iceberg.spark.SparkCatalog", sql_extension=ICEBERG_EXTENSION,
+                       jvm_class=ICEBERG_CLASS, sql_extension=ICEBERG_EXTENSION,
                        hint=f"check Maven Central access ({runtime_package() if loads else 'the Iceberg runtime'})",
                        connect_hint="compactor's Iceberg path on the spark engine needs a local JVM"),)
 
