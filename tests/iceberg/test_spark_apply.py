@@ -42,6 +42,18 @@ def _rows(spark: Any, table: str, snapshot: int | None = None) -> list[tuple[Any
                   key=repr)
 
 
+def _unreferenced_outputs(table: Any, pattern: str = "*") -> list[Path]:
+    """The files matching ``pattern`` in the spark engine's output folders (``data/compactor-*``) that no
+    snapshot of ``table`` (read again) references; Hadoop's local file system writes a checksum beside each
+    file (``.<name>.crc``): a live file's stays."""
+    table.refresh()
+    root = Path(table.location().removeprefix("file:").removeprefix("//"))
+    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
+    files = [p for p in root.glob(f"data/compactor-*/**/{pattern}") if p.is_file() and str(p) not in refs]
+    return [p for p in files if not (p.name.startswith(".") and p.name.endswith(".crc")
+                                     and str(p.with_name(p.name[1:-4])) in refs)]
+
+
 def _make(spark: Any, tmp_path: Path, version: int, *, evolve: bool = False) -> tuple[JdbcCatalog, str]:
     cat = register_catalog(spark, tmp_path / "ice")
     t = f"{cat.name}.db.t"
@@ -141,12 +153,7 @@ def test_a_delete_after_planning_makes_the_spark_rewrite_stale_and_leaves_nothin
     statuses = {x["partition"]["grp"]: x["status"] for x in project.results()}
     assert statuses == {"0": "success", "1": "stale", "2": "success"}, statuses
     assert _rows(spark, t) == expected
-    table.refresh()
-    # nothing Spark wrote stays unreferenced in the action folders
-    root = Path(table.location().removeprefix("file:").removeprefix("//"))
-    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
-    left = [p for p in root.glob("data/compactor-*/**/*.parquet") if str(p) not in refs]
-    assert left == []
+    assert _unreferenced_outputs(table, "*.parquet") == []  # nothing Spark wrote stays unreferenced
 
 
 def test_a_hand_run_rewrite_data_files_after_planning_makes_the_plan_stale(iceberg_spark: Any, tmp_path: Path) -> None:
@@ -169,9 +176,7 @@ def test_a_hand_run_rewrite_data_files_after_planning_makes_the_plan_stale(icebe
     table.refresh()
     assert table.current_snapshot() == head  # nothing committed
     assert _rows(spark, t) == expected
-    root = Path(table.location().removeprefix("file:").removeprefix("//"))
-    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
-    assert [p for p in root.glob("data/compactor-*/**/*.parquet") if str(p) not in refs] == []
+    assert _unreferenced_outputs(table, "*.parquet") == []
 
 
 def test_spark_engine_on_orc_and_avro_files_transforms_and_schema_evolution(iceberg_spark: Any, tmp_path: Path) -> None:

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,22 +27,10 @@ pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install
 
 from compactor.formats.iceberg.catalog import open_table  # noqa: E402
 from compactor.formats.iceberg.faults import CRASH_POINTS  # noqa: E402
-from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
-from compactor.runtime import faults  # noqa: E402
-from tests.formats.contract.lake import RUN_WRITERS, Killed, _lease_of_a_dead_process  # noqa: E402
-from tests.iceberg.test_spark_apply import ROWS, _make, _project, _rows  # noqa: E402
+from tests.formats.contract.lake import _lease_of_a_dead_process, killed_at  # noqa: E402
+from tests.iceberg.test_spark_apply import ROWS, _make, _project, _rows, _unreferenced_outputs  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.iceberg_jars, pytest.mark.delta_jars]
-
-
-def _unreferenced_outputs(table: Any) -> list[Path]:
-    table.refresh()
-    root = Path(table.location().removeprefix("file:").removeprefix("//"))
-    refs = {p.removeprefix("file:").removeprefix("//") for p in referenced_paths(table)}
-    files = [p for p in root.glob("data/compactor-*/**/*") if p.is_file() and str(p) not in refs]
-    # Hadoop's local file system writes a checksum beside each file (.<name>.crc): a live file's stays
-    return [p for p in files if not (p.name.startswith(".") and p.name.endswith(".crc")
-                                     and str(p.with_name(p.name[1:-4])) in refs)]
 
 
 def _converge(project: Any) -> None:
@@ -63,35 +49,12 @@ def test_a_spark_rewrite_killed_at_a_crash_point_is_recovered_and_converges(
         iceberg_spark: Any, tmp_path: Path, point: str) -> None:
     spark = iceberg_spark
     cat, t = _make(spark, tmp_path, 2)
-    table = open_table(cat.settings(), "db.t")
     before = _rows(spark, t)
     project = _project(tmp_path, cat)
     r = project.cli("plan")
     assert r.exit_code == 0, r.output
 
-    killed = tmp_path / "killed"
-    reached: list[str] = []
-
-    def hook(name: str) -> None:
-        if name == point and not reached:
-            reached.append(name)
-            shutil.copytree(cat.root, killed, ignore=shutil.ignore_patterns(".*.tmp"))
-            raise Killed(name)
-
-    previous = faults.set_hook(hook)
-    threads = set(threading.enumerate())
-    try:
-        project.cli("apply", str(project.plan_file))
-    except Killed:
-        pass
-    finally:
-        faults.set_hook(previous)
-    for thread in set(threading.enumerate()) - threads:
-        if thread.name in RUN_WRITERS:
-            thread.join(timeout=60)
-    assert reached == [point]
-    shutil.rmtree(cat.root)
-    shutil.move(killed, cat.root)
+    assert killed_at(point, cat.root, tmp_path / "killed", lambda: project.cli("apply", str(project.plan_file)))
     table = open_table(cat.settings(), "db.t")
     _lease_of_a_dead_process(Path(table.location().removeprefix("file:").removeprefix("//")))
     if point != "iceberg.journal_written":

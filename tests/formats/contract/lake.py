@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,35 +109,10 @@ class Lake:
         """Apply ``plan``, killed at crash point ``point``: the table is left as it was when the run reached
         the point (a snapshot taken there), the run's lease held by a process that is gone. False when the
         run never reached the point (it then ran to its end)."""
-        snapshot = self.root / "killed"
-        reached: list[str] = []
-
-        def hook(name: str) -> None:
-            if name == point and not reached:
-                reached.append(name)
-                shutil.copytree(self.table, snapshot, symlinks=True,
-                                ignore=shutil.ignore_patterns(".*.tmp"))  # an entry write under way
-                raise Killed(name)
-
-        previous = faults.set_hook(hook)
-        before = set(threading.enumerate())
-        try:
-            self.apply(plan)
-        except Killed:
-            pass
-        finally:
-            faults.set_hook(previous)
-        # a kill ends every thread of the process: wait for the run's own writers (a commit group prepared
-        # in the background, a journal's heartbeat) before the table is put back as the kill left it, or
-        # one finishing later writes its journal entry into the table the recovery then reads
-        for thread in set(threading.enumerate()) - before:
-            if thread.name in RUN_WRITERS:
-                thread.join(timeout=60)
+        reached = killed_at(point, self.table, self.root / "killed", lambda: self.apply(plan))
         if reached:
-            shutil.rmtree(self.table)
-            shutil.move(snapshot, self.table)
             _lease_of_a_dead_process(self.table)
-        return bool(reached)
+        return reached
 
     # ------------------------------------------------------------------------- what storage holds
 
@@ -158,6 +134,39 @@ class Lake:
         entries = sorted(p.name for p in (self.table / "_compactor" / "journal").glob("*.json"))
         return [*(f"orphan {p}" for p in orphans), *(f"staging {p}" for p in staging),
                 *(f"journal entry {p}" for p in entries)]
+
+
+def killed_at(point: str, root: Path, snapshot: Path, run: Callable[[], object]) -> bool:
+    """``run()`` killed at crash point ``point``: ``root`` (what the run writes into: a table, or a catalog
+    and its warehouse) is left as it was when the run reached the point (copied to ``snapshot`` there, put
+    back after). False when the run never reached the point (it then ran to its end)."""
+    reached: list[str] = []
+
+    def hook(name: str) -> None:
+        if name == point and not reached:
+            reached.append(name)
+            shutil.copytree(root, snapshot, symlinks=True,
+                            ignore=shutil.ignore_patterns(".*.tmp"))  # an entry write under way
+            raise Killed(name)
+
+    previous = faults.set_hook(hook)
+    before = set(threading.enumerate())
+    try:
+        run()
+    except Killed:
+        pass
+    finally:
+        faults.set_hook(previous)
+    # a kill ends every thread of the process: wait for the run's own writers (a commit group prepared
+    # in the background, a journal's heartbeat) before the table is put back as the kill left it, or
+    # one finishing later writes its journal entry into the table the recovery then reads
+    for thread in set(threading.enumerate()) - before:
+        if thread.name in RUN_WRITERS:
+            thread.join(timeout=60)
+    if reached:
+        shutil.rmtree(root)
+        shutil.move(snapshot, root)
+    return bool(reached)
 
 
 def _lease_of_a_dead_process(table: Path) -> None:
