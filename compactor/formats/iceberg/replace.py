@@ -35,6 +35,7 @@ from compactor.formats.iceberg.support import MAX_FORMAT_VERSION, LocalEngineRef
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
+    from pyiceberg.table.metadata import TableMetadata
     from pyiceberg.table.snapshots import Summary
 
     from compactor.formats.iceberg.rewrite import RewrittenBin
@@ -85,16 +86,27 @@ class ReplaceResult:
     rows_added: int
 
 
+def _history_problem(md: TableMetadata, planned: IcebergState) -> str | None:
+    """Why the table's current history no longer holds the planned snapshot (rolled back, replaced, or
+    planned on a table without snapshots); None when it does."""
+    if planned.snapshot_id is None:
+        return "the plan was made on a table without snapshots"
+    head = md.current_snapshot()
+    if head is None or all(s.snapshot_id != planned.snapshot_id for s in ancestors_of(head, md)):
+        return (f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
+                f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced")
+    return None
+
+
 def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], added: Sequence[DataFile]) -> list[str]:
     """Why committing ``removed`` -> ``added`` to ``table`` as it is now (planned at ``planned``) would not be
     the reviewed rewrite; empty when it is."""
     md = table.metadata
+    gone = _history_problem(md, planned)
+    if gone is not None:
+        return [gone]
     head = md.current_snapshot()
-    if planned.snapshot_id is None:
-        return ["the plan was made on a table without snapshots"]
-    if head is None or all(s.snapshot_id != planned.snapshot_id for s in ancestors_of(head, md)):
-        return [f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
-                f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced"]
+    assert head is not None  # it holds the planned snapshot in its history
     problems: list[str] = []
     if md.format_version > MAX_FORMAT_VERSION:
         problems.append(f"the table is now format version {md.format_version}")
@@ -119,15 +131,15 @@ def stale_problems(table: Table, planned: IcebergState, removed: Sequence[str], 
 
 def stale_by_group(table: Table, planned: IcebergState, groups: Sequence[Sequence[str]]) -> list[list[str]]:
     """Per group of files to replace (an action's), why replacing them now would not be the reviewed
-    rewrite (the spark engine's commit, which removes delete files itself: ``stale_problems`` with
-    ``removes_deletes``), reading the table's head once."""
+    rewrite, for the spark engine's commit (Iceberg's own: it writes every format version, applies
+    equality deletes and removes the delete files only the replaced files referenced, so only the table's
+    history and the files' deletes are checked), reading the table's head once."""
     md = table.metadata
+    gone = _history_problem(md, planned)
+    if gone is not None:
+        return [[gone] for _ in groups]
     head = md.current_snapshot()
-    if planned.snapshot_id is None or head is None or \
-            all(s.snapshot_id != planned.snapshot_id for s in ancestors_of(head, md)):
-        problem = (f"the planned snapshot {planned.snapshot_id} is no longer in the table's current history "
-                   f"(current: {head.snapshot_id if head else None}): the table was rolled back or replaced")
-        return [[problem] for _ in groups]
+    assert head is not None  # it holds the planned snapshot in its history
     if head.snapshot_id == planned.snapshot_id:
         return [[] for _ in groups]
     live = read_live(md, table.io, head.snapshot_id, planned.identifier)
