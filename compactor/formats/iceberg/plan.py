@@ -100,7 +100,8 @@ def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.dateti
     planned = _plan_compaction(policy, state, now=now, engine=engine)
     if not policy.enabled or policy.retention is None or planned.error is not None:
         return planned
-    actions, skips = plan_retention(policy.retention, iceberg_state(state).retention, version=state.version, now=now)
+    actions, skips = plan_retention(policy.retention, iceberg_state(state).retention, version=state.version, now=now,
+                                    engine=engine)
     return replace(planned, actions=(*planned.actions, *actions), skipped=(*planned.skipped, *skips))
 
 
