@@ -1,0 +1,142 @@
+"""An Iceberg table of a real REST catalog (Iceberg's reference server on loopback: tests/iceberg/rest_server.py),
+end to end through the CLI on the local engine (no JVM in compactor): a table written by pyiceberg through the
+catalog, with small files in three partitions; `compactor plan` lists the exact files of each partition,
+a file appended through the catalog after planning is left alone, `compactor apply` replaces exactly the
+planned files in ``replace`` snapshots (rows the same multiset, read back through the catalog); the next
+plan takes each output with the appended file, and after its apply the plan converges (``--detailed-exitcode``
+0). An overwrite or a delete through the catalog after
+planning makes the action stale and commits nothing. A REST catalog that does not answer is exit 1 with
+one line naming the catalog and its URI."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
+
+from pyiceberg.catalog import Catalog  # noqa: E402
+from pyiceberg.expressions import EqualTo  # noqa: E402
+from pyiceberg.table import Table  # noqa: E402
+from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
+
+from compactor.formats.iceberg.state import state_of  # noqa: E402
+from compactor.runtime.iceberg_catalog import RestCatalogSettings, open_catalog  # noqa: E402
+from tests.iceberg.project import Project, policy, rest_profiles  # noqa: E402
+from tests.iceberg.rest_server import RestServer  # noqa: E402
+from tests.iceberg.tables import append, leftovers, overwrite_file, rows, write_table  # noqa: E402
+
+
+def _catalog(server: RestServer) -> Catalog:
+    """A new pyiceberg client of the server (each call: nothing cached between the steps of a test)."""
+    cat = open_catalog(RestCatalogSettings("cat", server.uri))
+    cat.create_namespace_if_not_exists("db")
+    return cat
+
+
+def _project(tmp_path: Path, server: RestServer, table: str) -> Project:
+    return Project.make(tmp_path, table, policy_text=policy(table), profiles_text=rest_profiles(server.uri))
+
+
+def _since(table: Table, snapshot_id: int) -> list[str]:
+    """The operations of the snapshots committed after ``snapshot_id``, oldest first."""
+    ops = []
+    for snap in ancestors_of(table.current_snapshot(), table.metadata):
+        if snap.snapshot_id == snapshot_id:
+            return list(reversed(ops))
+        ops.append(snap.summary.operation.value if snap.summary is not None else "?")
+    raise AssertionError(f"snapshot {snapshot_id} is not an ancestor of the current one")
+
+
+def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_and_converges(
+        rest_catalog: RestServer, tmp_path: Path) -> None:
+    name = "converges"
+    t = write_table(_catalog(rest_catalog), f"db.{name}", "identity_string")  # cat: null, x, y
+    planned, at_plan = state_of(t, f"db.{name}"), rows(t)
+    by_partition: dict[object, set[str]] = {}
+    for f in planned.files:
+        by_partition.setdefault(f.partition_key, set()).add(f.path)
+    assert len(by_partition) == 3 and all(len(paths) >= 2 for paths in by_partition.values())
+    project = _project(tmp_path, rest_catalog, name)
+
+    r = project.cli("validate")
+    assert r.exit_code == 0, r.output
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    assert project.table_plan()["version"] == planned.snapshot_id
+    bins = project.bins()
+    assert sorted(map(sorted, bins)) == sorted(map(sorted, by_partition.values()))  # one bin per partition
+    planned_paths = {p for b in bins for p in b}
+
+    append(t, 99)  # through the catalog, after planning: one new file in each partition
+    t.refresh()
+    appended = {f.path for f in state_of(t, f"db.{name}").files} - {f.path for f in planned.files}
+    assert appended
+    before = rows(t)
+
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    actions = project.table_plan()["actions"]
+    assert [x["status"] for x in project.results()] == ["success"] * len(actions)
+
+    t = _catalog(rest_catalog).load_table(f"db.{name}")  # read back through a new client
+    assert _since(t, planned.snapshot_id) == ["append"] + ["replace"] * len(actions)
+    assert rows(t) == before and rows(t, planned.snapshot_id) == at_plan
+    after = {f.path for f in state_of(t, f"db.{name}").files}
+    assert {f.path for f in planned.files} - after == planned_paths  # exactly the planned files removed
+    assert appended <= after  # the file appended after planning untouched
+    assert len(after - {f.path for f in planned.files} - appended) == len(bins)  # one output per bin
+    assert leftovers(t) == []
+
+    # each partition now holds its output and the appended file: the next plan takes exactly those two, and
+    # after their apply the plan converges
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 2, r.output
+    outputs = after - {f.path for f in planned.files} - appended
+    assert {p for b in project.bins() for p in b} == outputs | appended
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
+    assert project.table_plan()["actions"] == []
+    assert rows(_catalog(rest_catalog).load_table(f"db.{name}")) == before
+
+
+@pytest.mark.parametrize("change", ["overwrite", "delete"])
+def test_a_change_through_the_rest_catalog_after_planning_makes_the_action_stale(
+        rest_catalog: RestServer, tmp_path: Path, change: str) -> None:
+    name = f"stale_{change}"
+    t = write_table(_catalog(rest_catalog), f"db.{name}", "unpartitioned")
+    project = _project(tmp_path, rest_catalog, name)
+    assert project.cli("plan").exit_code == 0
+    ((first, *_),) = project.bins()
+    if change == "overwrite":
+        overwrite_file(t, first)  # its rows kept, in a new file
+    else:  # pyiceberg's copy-on-write delete of one row of the first planned file rewrites that file
+        row = next(iter(t.scan(row_filter=EqualTo("id", 0)).plan_files()))
+        assert row.file.file_path == first
+        t.delete(EqualTo("id", 0))
+    t = _catalog(rest_catalog).load_table(f"db.{name}")
+    head, before = t.current_snapshot(), rows(t)
+    assert first not in {f.path for f in state_of(t, f"db.{name}").files}
+
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output  # a stale action is no failure: the next plan takes the table as it is
+    assert [x["status"] for x in project.results()] == ["stale"]
+    t.refresh()
+    assert t.current_snapshot() == head and rows(t) == before  # nothing committed
+    assert leftovers(t) == []
+
+
+def test_a_rest_catalog_that_does_not_answer_is_exit_1_with_one_line_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{s.getsockname()[1]}"
+    project = Project.make(tmp_path, "t", policy_text=policy("t"), profiles_text=rest_profiles(uri))
+    r = project.cli("plan")
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output, r.output
+    (line,) = [ln for ln in r.output.splitlines() if "catalog 'cat'" in ln]
+    assert uri in line, r.output
