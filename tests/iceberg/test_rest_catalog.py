@@ -3,10 +3,10 @@ end to end through the CLI on the local engine (no JVM in compactor): a table wr
 catalog, with small files in three partitions; `compactor plan` lists the exact files of each partition,
 a file appended through the catalog after planning is left alone, `compactor apply` replaces exactly the
 planned files in ``replace`` snapshots (rows the same multiset, read back through the catalog); the next
-plan takes each output with the appended file, and after its apply the plan converges (``--detailed-exitcode``
-0). An overwrite or a delete through the catalog after
-planning makes the action stale and commits nothing. A REST catalog that does not answer is exit 1 with
-one line naming the catalog and its URI."""
+plan takes each output with the appended file, and after its apply the plan converges
+(``--detailed-exitcode`` 0). An overwrite or a delete of a planned file through the catalog, before the
+apply or while its bin is rewritten, makes the action stale: nothing is committed and its output is
+deleted. A REST catalog that does not answer is exit 1 with one line naming the catalog and its URI."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from pyiceberg.table import Table  # noqa: E402
 from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 
 from compactor.formats.iceberg.state import state_of  # noqa: E402
+from compactor.runtime import faults  # noqa: E402
 from compactor.runtime.iceberg_catalog import RestCatalogSettings, open_catalog  # noqa: E402
 from tests.iceberg.project import Project, policy, rest_profiles  # noqa: E402
 from tests.iceberg.rest_server import RestServer  # noqa: E402
@@ -104,29 +105,46 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
     assert rows(_catalog(rest_catalog).load_table(f"db.{name}")) == before
 
 
+def _change(t: Table, change: str, path: str) -> None:
+    """Another writer's change of the planned file ``path`` through the catalog: an overwrite keeping its
+    rows in a new file, or pyiceberg's copy-on-write delete of one of its rows (which rewrites the file)."""
+    if change == "overwrite":
+        overwrite_file(t, path)
+        return
+    (task,) = t.scan(row_filter=EqualTo("id", 0)).plan_files()
+    assert task.file.file_path == path
+    t.delete(EqualTo("id", 0))
+
+
+@pytest.mark.parametrize("when", ["before_apply", "while_rewriting"])
 @pytest.mark.parametrize("change", ["overwrite", "delete"])
 def test_a_change_through_the_rest_catalog_after_planning_makes_the_action_stale(
-        rest_catalog: RestServer, tmp_path: Path, change: str) -> None:
-    name = f"stale_{change}"
+        rest_catalog: RestServer, tmp_path: Path, change: str, when: str) -> None:
+    """Committed before the apply, the change is seen before anything is written; committed while the bin
+    is being rewritten (at the crash point after its output, as a racing writer would), the commit's
+    check against the catalog's current snapshot refuses it and the output is deleted."""
+    name = f"stale_{change}_{when}"
     t = write_table(_catalog(rest_catalog), f"db.{name}", "unpartitioned")
     project = _project(tmp_path, rest_catalog, name)
     assert project.cli("plan").exit_code == 0
     ((first, *_),) = project.bins()
-    if change == "overwrite":
-        overwrite_file(t, first)  # its rows kept, in a new file
-    else:  # pyiceberg's copy-on-write delete of one row of the first planned file rewrites that file
-        row = next(iter(t.scan(row_filter=EqualTo("id", 0)).plan_files()))
-        assert row.file.file_path == first
-        t.delete(EqualTo("id", 0))
-    t = _catalog(rest_catalog).load_table(f"db.{name}")
-    head, before = t.current_snapshot(), rows(t)
-    assert first not in {f.path for f in state_of(t, f"db.{name}").files}
+    if when == "before_apply":
+        _change(t, change, first)
 
-    r = project.cli("apply", str(project.plan_file))
+    def race(point: str) -> None:
+        if point == "iceberg.outputs_written":
+            _change(_catalog(rest_catalog).load_table(f"db.{name}"), change, first)
+
+    previous = faults.set_hook(race if when == "while_rewriting" else None)
+    try:
+        r = project.cli("apply", str(project.plan_file))
+    finally:
+        faults.set_hook(previous)
     assert r.exit_code == 0, r.output  # a stale action is no failure: the next plan takes the table as it is
-    assert [x["status"] for x in project.results()] == ["stale"]
-    t.refresh()
-    assert t.current_snapshot() == head and rows(t) == before  # nothing committed
+    assert [x["status"] for x in project.results()] == ["stale"], project.results()
+    t = _catalog(rest_catalog).load_table(f"db.{name}")
+    assert _since(t, project.table_plan()["version"]) == ["overwrite"]  # the change alone: nothing committed
+    assert first not in {f.path for f in state_of(t, f"db.{name}").files}
     assert leftovers(t) == []
 
 
