@@ -22,10 +22,12 @@ def profiles(tmp_path: Path, engine: str = "local", catalog: str = "cat") -> str
             f"        {catalog}: {{type: sql, uri: \"{s.uri}\", warehouse: \"{s.warehouse}\"}}\n")
 
 
-def rest_profiles(uri: str, engine: str = "local", catalog: str = "cat") -> str:
-    """A target whose catalog ``catalog`` is the Iceberg REST catalog at ``uri``."""
+def rest_profiles(uri: str, engine: str = "local", catalog: str = "cat", **options: str) -> str:
+    """A target whose catalog ``catalog`` is the Iceberg REST catalog at ``uri`` (and ``options``:
+    ``credential``, ``warehouse``, ...)."""
+    more = "".join(f", {k}: \"{v}\"" for k, v in options.items())
     return (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: {engine}\n      catalogs:\n"
-            f"        {catalog}: {{type: rest, uri: \"{uri}\"}}\n")
+            f"        {catalog}: {{type: rest, uri: \"{uri}\"{more}}}\n")
 
 
 def policy(table: str, catalog: str = "cat", extra: str = "") -> str:

@@ -40,6 +40,9 @@ DEPENDENCIES = (
 IVY_CACHE = Path.home() / ".ivy2" / "cache"
 RESOLVE_TIMEOUT_S = 900.0
 READY_TIMEOUT_S = 60.0
+#: Jetty's request log line: method, path, status and the Authorization header (``Bearer <token>`` as the
+#: server issued it, ``-`` without one)
+REQUEST_LOG_FORMAT = "%m %U %s %{Authorization}i"
 
 
 class RestServerUnavailable(RuntimeError):
@@ -66,6 +69,25 @@ class RestServer:
 
     def log_tail(self, chars: int = 1500) -> str:
         return _tail(self.root / "server.log", chars)
+
+    def requests(self) -> list[RestRequest]:
+        """The requests the server answered so far, oldest first."""
+        lines = _tail(self.root / "requests.log", 10**9).splitlines()
+        return [RestRequest(*ln.split(" ", 3)) for ln in lines if ln.count(" ") >= 3]
+
+
+@dataclass(frozen=True)
+class RestRequest:
+    """One line of the server's request log."""
+
+    method: str
+    path: str
+    status: str
+    authorization: str
+
+    @property
+    def bearer(self) -> bool:
+        return self.authorization.startswith("Bearer ")
 
 
 def _pyspark_jars() -> Path:
@@ -171,7 +193,7 @@ def start_rest_server(root: Path) -> RestServer:
     warehouse = f"file://{root / 'warehouse'}"
     try:
         uri = _serve(gateway.jvm, {"uri": f"jdbc:sqlite:{root / 'catalog.db'}", "jdbc.schema-version": "V1",
-                                   "warehouse": warehouse})
+                                   "warehouse": warehouse}, str(root / "requests.log"))
     except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exceptions
         gateway.close()
         _end_group(proc)
@@ -188,9 +210,9 @@ def start_rest_server(root: Path) -> RestServer:
     return server
 
 
-def _serve(jvm: Any, properties: dict[str, str]) -> str:
+def _serve(jvm: Any, properties: dict[str, str], request_log: str) -> str:
     """Start the servlet over a JDBC catalog of ``properties`` in ``jvm``, on a Jetty connector bound to
-    127.0.0.1 on a port Jetty picks; returns the server's URI."""
+    127.0.0.1 on a port Jetty picks, logging each request to ``request_log``; returns the server's URI."""
     props = jvm.java.util.HashMap()
     for k, v in {"catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog", **properties}.items():
         props.put(k, v)
@@ -206,5 +228,6 @@ def _serve(jvm: Any, properties: dict[str, str]) -> str:
     connector.setPort(0)
     server.addConnector(connector)
     server.setHandler(context)
+    server.setRequestLog(jetty.server.CustomRequestLog(request_log, REQUEST_LOG_FORMAT))
     server.start()
     return f"http://127.0.0.1:{connector.getLocalPort()}"

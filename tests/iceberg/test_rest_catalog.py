@@ -26,7 +26,7 @@ from compactor.formats.iceberg.state import state_of  # noqa: E402
 from compactor.runtime import faults  # noqa: E402
 from compactor.runtime.iceberg_catalog import RestCatalogSettings, open_catalog  # noqa: E402
 from tests.iceberg.project import Project, policy, rest_profiles  # noqa: E402
-from tests.iceberg.rest_server import RestServer  # noqa: E402
+from tests.iceberg.rest_server import RestRequest, RestServer  # noqa: E402
 from tests.iceberg.tables import append, leftovers, overwrite_file, rows, write_table  # noqa: E402
 
 
@@ -37,8 +37,19 @@ def _catalog(server: RestServer) -> Catalog:
     return cat
 
 
+#: an OAuth2 client credential: the server issues a token for it, which compactor's requests carry
+CREDENTIAL = "compactor:rest-secret-9e2a"
+
+
 def _project(tmp_path: Path, server: RestServer, table: str) -> Project:
-    return Project.make(tmp_path, table, policy_text=policy(table), profiles_text=rest_profiles(server.uri))
+    return Project.make(tmp_path, table, policy_text=policy(table),
+                        profiles_text=rest_profiles(server.uri, credential=CREDENTIAL, warehouse=server.warehouse))
+
+
+def _authenticated(requests: list[RestRequest]) -> bool:
+    """Whether every request but the token exchange carried the token issued for CREDENTIAL."""
+    calls = [q for q in requests if q.path != "/v1/oauth/tokens"]
+    return bool(calls) and all(q.bearer and "sub=compactor" in q.authorization for q in calls)
 
 
 def _since(table: Table, snapshot_id: int) -> list[str]:
@@ -64,8 +75,10 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
 
     r = project.cli("validate")
     assert r.exit_code == 0, r.output
+    seen = len(rest_catalog.requests())
     r = project.cli("plan")
     assert r.exit_code == 0, r.output
+    assert _authenticated(rest_catalog.requests()[seen:])
     assert project.table_plan()["version"] == planned.snapshot_id
     bins = project.bins()
     assert sorted(map(sorted, bins)) == sorted(map(sorted, by_partition.values()))  # one bin per partition
@@ -77,10 +90,13 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
     assert appended
     before = rows(t)
 
+    seen = len(rest_catalog.requests())
     r = project.cli("apply", str(project.plan_file))
     assert r.exit_code == 0, r.output
     actions = project.table_plan()["actions"]
     assert [x["status"] for x in project.results()] == ["success"] * len(actions)
+    applied = rest_catalog.requests()[seen:]
+    assert _authenticated(applied) and [q for q in applied if q.method == "POST" and name in q.path]
 
     t = _catalog(rest_catalog).load_table(f"db.{name}")  # read back through a new client
     assert _since(t, planned.snapshot_id) == ["append"] + ["replace"] * len(actions)
@@ -103,6 +119,8 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
     assert r.exit_code == 0, r.output
     assert project.table_plan()["actions"] == []
     assert rows(_catalog(rest_catalog).load_table(f"db.{name}")) == before
+    secret = CREDENTIAL.split(":")[1]
+    assert not [p for p in (project.root / "target").rglob("*") if p.is_file() and secret in p.read_text(errors="replace")]
 
 
 def _change(t: Table, change: str, path: str) -> None:
