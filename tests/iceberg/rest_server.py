@@ -135,7 +135,8 @@ def resolve_classpath() -> list[str]:
             raise RestServerUnavailable(f"Ivy did not resolve the REST catalog's jars within {RESOLVE_TIMEOUT_S:.0f} s") from None
         if done.returncode != 0 or not listing.exists():
             wanted = ", ".join(f"{o}:{n}:{r}" for o, n, r, _ in DEPENDENCIES)
-            lines = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if "::" in ln or "rror" in ln]
+            lines = [ln.strip(": \t") for ln in (done.stdout + done.stderr).splitlines()
+                     if any(w in ln for w in ("not found", "rror", "UNRESOLVED", "FAILED"))]
             raise RestServerUnavailable(f"Ivy could not resolve the REST catalog's jars ({wanted}) from Maven "
                                         f"Central: {' | '.join(lines[-6:]) or done.returncode}")
         resolved = [p for p in listing.read_text().strip().split(os.pathsep) if p]
