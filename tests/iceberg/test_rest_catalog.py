@@ -6,12 +6,15 @@ planned files in ``replace`` snapshots (rows the same multiset, read back throug
 plan takes each output with the appended file, and after its apply the plan converges
 (``--detailed-exitcode`` 0). An overwrite or a delete of a planned file through the catalog, before the
 apply or while its bin is rewritten, makes the action stale: nothing is committed and its output is
-deleted. A REST catalog that does not answer is exit 1 with one line naming the catalog and its URI."""
+deleted. A snapshot expiry whose commit an append beats is refused by the server (409), checked again and
+committed. A REST catalog that does not answer is exit 1 with one line naming the catalog and its URI."""
 
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +25,7 @@ from pyiceberg.expressions import EqualTo  # noqa: E402
 from pyiceberg.table import Table  # noqa: E402
 from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 
+from compactor.formats.iceberg import expire as expire_module  # noqa: E402
 from compactor.formats.iceberg.state import state_of  # noqa: E402
 from compactor.runtime import faults  # noqa: E402
 from compactor.runtime.iceberg_catalog import RestCatalogSettings, open_catalog  # noqa: E402
@@ -164,6 +168,64 @@ def test_a_change_through_the_rest_catalog_after_planning_makes_the_action_stale
     assert _since(t, project.table_plan()["version"]) == ["overwrite"]  # the change alone: nothing committed
     assert first not in {f.path for f in state_of(t, f"db.{name}").files}
     assert leftovers(t) == []
+
+
+def test_expire_snapshots_through_the_rest_catalog_survives_an_append_racing_its_commit_and_converges(
+        rest_catalog: RestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The expiry's commit requires every branch where it was checked: an append through the catalog right
+    before compactor's commit moves ``main``, the server refuses the commit (409), and compactor reads the
+    table again, checks it and commits: the planned snapshots are gone, the appended one and its rows stay,
+    the file only the expired snapshots named is deleted; the plans after it converge."""
+    name = "expire_race"
+    t = write_table(_catalog(rest_catalog), f"db.{name}", "unpartitioned")
+    gone = state_of(t, f"db.{name}").files[0].path
+    overwrite_file(t, gone)
+    append(t, 9)  # the snapshot kept: only the expired ones name ``gone`` (the overwrite's by a deleted entry)
+    t = _catalog(rest_catalog).load_table(f"db.{name}")
+    head = t.current_snapshot()
+    assert head is not None
+    old = sorted(s.snapshot_id for s in t.metadata.snapshots if s.snapshot_id != head.snapshot_id)
+    time.sleep(1.1)  # every snapshot is older than the policy's 1s
+    retention = ("    compaction: {enabled: false}\n    retention:\n      allow_unsafe_retention: true\n"
+                 "      min_reader_lag: 1s\n      expire_snapshots: {enabled: true, older_than: 1s, retain_last: 1}\n")
+    project = Project.make(tmp_path, name, profiles_text=rest_profiles(rest_catalog.uri, credential=CREDENTIAL),
+                           policy_text=policy(name).split("    compaction:")[0] + retention)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    (action,) = project.table_plan()["actions"]
+    assert action["type"] == "expire_snapshots" and action["params"]["snapshots"] == old, action
+    assert action["params"]["files"] == [gone]
+
+    commit = expire_module._Expire.commit
+    raced: list[bool] = []
+
+    def racing(self: Any) -> None:
+        if not raced:  # another writer appends right before compactor's commit
+            append(_catalog(rest_catalog).load_table(f"db.{name}"), 7)
+            raced.append(True)
+        commit(self)
+
+    monkeypatch.setattr(expire_module._Expire, "commit", racing)
+    seen = len(rest_catalog.requests())
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert [x["status"] for x in project.results()] == ["success"], project.results()
+    commits = [q.status for q in rest_catalog.requests()[seen:] if q.method == "POST" and q.path.endswith(name)]
+    assert commits == ["200", "409", "200"], commits  # the append, compactor's refused commit, its retry
+    t = _catalog(rest_catalog).load_table(f"db.{name}")
+    kept = [s.snapshot_id for s in t.metadata.snapshots]
+    assert head.snapshot_id in kept and len(kept) == 2 and not set(old) & set(kept)
+    assert sorted(r[0] for r in rows(t)) == sorted([*range(40), *range(90, 100), *range(70, 80)])  # every id once
+    assert not Path(gone.removeprefix("file://")).exists()
+
+    # the snapshot current at planning is now the older of two: the next plan expires it, then converges
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 2, r.output
+    (action,) = project.table_plan()["actions"]
+    assert action["params"]["snapshots"] == [head.snapshot_id], action
+    assert project.cli("apply", str(project.plan_file)).exit_code == 0
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
 
 
 def test_a_rest_catalog_that_does_not_answer_is_exit_1_with_one_line_naming_it(tmp_path: Path) -> None:
