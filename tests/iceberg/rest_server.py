@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,11 @@ DEPENDENCIES = (
 IVY_CACHE = Path.home() / ".ivy2" / "cache"
 RESOLVE_TIMEOUT_S = 900.0
 READY_TIMEOUT_S = 60.0
-#: Jetty's request log line: method, path, status and the Authorization header (``Bearer <token>`` as the
+#: Jetty's request log line: when it was received, method, path, query, status and the Authorization header (``Bearer <token>`` as the
 #: server issued it, ``-`` without one)
-REQUEST_LOG_FORMAT = "%m %U %s %{Authorization}i"
+REQUEST_LOG_FORMAT = "%{yyyy-MM-dd'T'HH:mm:ss.SSS|UTC}t %m %U %q %s %{Authorization}i"
+#: the query parameter of ``RestServer.mark``'s requests
+MARK = "compactor-mark"
 
 
 class RestServerUnavailable(RuntimeError):
@@ -71,17 +74,49 @@ class RestServer:
         return _tail(self.root / "server.log", chars)
 
     def requests(self) -> list[RestRequest]:
-        """The requests the server answered so far, oldest first."""
-        lines = _tail(self.root / "requests.log", 10**9).splitlines()
-        return [RestRequest(*ln.split(" ", 3)) for ln in lines if ln.count(" ") >= 3]
+        """The requests the server has logged so far, in the order it received them (marks included)."""
+        out = []
+        for line in _tail(self.root / "requests.log", 10**9).splitlines():
+            if line.count(" ") >= 5:
+                received, method, path, query, status, authorization = line.split(" ", 5)
+                out.append(RestRequest(received, method, path, "" if query == "?null" else query, status,
+                                       authorization))
+        return sorted(out, key=lambda q: q.received)
+
+    def mark(self) -> str:
+        """Send a marker request; returns its name, for ``since``."""
+        name = uuid.uuid4().hex
+        with urllib.request.urlopen(f"{self.uri}/v1/config?{MARK}={name}", timeout=10):
+            pass
+        return name
+
+    def since(self, start: str) -> list[RestRequest]:
+        """The requests received after the marker ``start`` and before this call (marks left out). Jetty
+        logs a request after answering it, not always in the order it received them: this waits for a
+        marker of its own and for the log to stop growing, then orders the lines by their receipt."""
+        end, previous = self.mark(), -1
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            logged = self.requests()
+            if len(logged) == previous and any(q.query == f"?{MARK}={end}" for q in logged):
+                times = {q.query: q.received for q in logged}
+                lo, hi = times[f"?{MARK}={start}"], times[f"?{MARK}={end}"]
+                return [q for q in logged if lo <= q.received <= hi and not q.query.startswith(f"?{MARK}=")]
+            previous = len(logged)
+            time.sleep(0.3)
+        raise AssertionError(f"the REST catalog at {self.uri} did not log the marker request {end}")
 
 
 @dataclass(frozen=True)
 class RestRequest:
     """One line of the server's request log."""
 
+    #: when the server received it (UTC, to the millisecond: ISO text, so it sorts as text)
+    received: str
     method: str
     path: str
+    #: ``?a=b``, or empty (Jetty logs an absent query as ``?null``)
+    query: str
     status: str
     authorization: str
 
@@ -177,9 +212,9 @@ def _answers(uri: str) -> bool:
 def start_rest_server(root: Path) -> RestServer:
     """A REST catalog on 127.0.0.1 whose sqlite database (``root/catalog.db``) and warehouse
     (``root/warehouse``) are its own, answering ``GET /v1/config`` when returned."""
+    classpath = resolve_classpath()  # first: it says why when Java or pyspark (and so py4j) is missing
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
-    classpath = resolve_classpath()
     root = Path(root).resolve()
     (root / "warehouse").mkdir(parents=True, exist_ok=True)
     with (root / "server.log").open("wb") as log:

@@ -79,10 +79,10 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
 
     r = project.cli("validate")
     assert r.exit_code == 0, r.output
-    seen = len(rest_catalog.requests())
+    start = rest_catalog.mark()
     r = project.cli("plan")
     assert r.exit_code == 0, r.output
-    assert _authenticated(rest_catalog.requests()[seen:])
+    assert _authenticated(rest_catalog.since(start))
     assert project.table_plan()["version"] == planned.snapshot_id
     bins = project.bins()
     assert sorted(map(sorted, bins)) == sorted(map(sorted, by_partition.values()))  # one bin per partition
@@ -94,12 +94,12 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
     assert appended
     before = rows(t)
 
-    seen = len(rest_catalog.requests())
+    start = rest_catalog.mark()
     r = project.cli("apply", str(project.plan_file))
     assert r.exit_code == 0, r.output
     actions = project.table_plan()["actions"]
     assert [x["status"] for x in project.results()] == ["success"] * len(actions)
-    applied = rest_catalog.requests()[seen:]
+    applied = rest_catalog.since(start)
     assert _authenticated(applied) and [q for q in applied if q.method == "POST" and name in q.path]
 
     t = _catalog(rest_catalog).load_table(f"db.{name}")  # read back through a new client
@@ -206,11 +206,11 @@ def test_expire_snapshots_through_the_rest_catalog_survives_an_append_racing_its
         commit(self)
 
     monkeypatch.setattr(expire_module._Expire, "commit", racing)
-    seen = len(rest_catalog.requests())
+    start = rest_catalog.mark()
     r = project.cli("apply", str(project.plan_file))
     assert r.exit_code == 0, r.output
     assert [x["status"] for x in project.results()] == ["success"], project.results()
-    commits = [q.status for q in rest_catalog.requests()[seen:] if q.method == "POST" and q.path.endswith(name)]
+    commits = [q.status for q in rest_catalog.since(start) if q.method == "POST" and q.path.endswith(name)]
     assert commits == ["200", "409", "200"], commits  # the append, compactor's refused commit, its retry
     t = _catalog(rest_catalog).load_table(f"db.{name}")
     kept = [s.snapshot_id for s in t.metadata.snapshots]
@@ -226,6 +226,20 @@ def test_expire_snapshots_through_the_rest_catalog_survives_an_append_racing_its
     assert project.cli("apply", str(project.plan_file)).exit_code == 0
     r = project.cli("plan", "--detailed-exitcode")
     assert r.exit_code == 0, r.output
+
+
+def test_a_bearer_token_reaches_the_server_on_every_request_and_is_shown_nowhere(
+        rest_catalog: RestServer, tmp_path: Path) -> None:
+    name, token = "token", "tok-3c9d51"
+    write_table(_catalog(rest_catalog), f"db.{name}", "identity_int")
+    project = Project.make(tmp_path, name, policy_text=policy(name),
+                           profiles_text=rest_profiles(rest_catalog.uri, token=token))
+    start = rest_catalog.mark()
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 2 and token not in r.output, r.output
+    calls = rest_catalog.since(start)
+    assert calls and all(q.authorization == f"Bearer {token}" for q in calls), calls
+    assert token not in project.plan_file.read_text()
 
 
 def test_a_rest_catalog_that_does_not_answer_is_exit_1_with_one_line_naming_it(tmp_path: Path) -> None:

@@ -104,13 +104,13 @@ def test_spark_engine_through_the_rest_catalog_replaces_exactly_the_planned_file
     assert len(appended) == 1
     before = _spark_rows(spark, t)
 
-    seen = len(rest_catalog.requests())
+    start = rest_catalog.mark()
     r = project.cli("apply", str(project.plan_file))
     assert r.exit_code == 0, r.output
     assert {x["status"] for x in project.results()} == {"success"}, project.results()
     # every request of the apply (pyiceberg's and Iceberg's Java client's, the commits among them) carried
     # the token the server issued for compactor's credential
-    calls = [q for q in rest_catalog.requests()[seen:] if q.path != "/v1/oauth/tokens"]
+    calls = [q for q in rest_catalog.since(start) if q.path != "/v1/oauth/tokens"]
     assert any(q.method == "POST" and q.path == f"/v1/namespaces/db/tables/{name}" for q in calls), calls
     assert all(q.bearer and "sub=compactor" in q.authorization for q in calls), calls
 
