@@ -80,11 +80,11 @@ class IcebergFormat:
         return run_action(action, ctx)
 
     def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
-        from compactor.formats.iceberg.run import COMPACT_GROUP
-        from compactor.planning.actions import CompactAction
+        from compactor.formats.iceberg.run import group_key
 
-        # either engine commits a group's bins as one snapshot (run.py run_group)
-        return COMPACT_GROUP if isinstance(action, CompactAction) else None
+        # either engine commits a group's bins as one snapshot (run.py run_group); method optimize: one
+        # rewrite_data_files per group on the spark engine (the local engine refuses it)
+        return group_key(action)
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         from compactor.formats.iceberg.run import run_group

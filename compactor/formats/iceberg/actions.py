@@ -14,6 +14,12 @@ from compactor.planning.vocabulary import register
 
 #: what every local-engine skip says of the spark engine
 LATER = "the spark engine compacts them (a target whose engine is spark: Iceberg's own rewrite reads them)"
+#: ``compaction.method: optimize``: what it runs, and that only the spark engine runs it
+NATIVE_NEEDS_SPARK = ("compaction.method optimize runs Iceberg's own rewrite_data_files, which needs the spark "
+                      "engine (a Spark session with Iceberg's runtime)")
+#: what ``method: optimize`` does beyond the plan (each action's reason, the apply outcome's note, the docs)
+NATIVE_SEMANTICS = ("Iceberg's rewrite_data_files rewrites each planned partition as it finds it at apply: small "
+                    "files appended to it since planning are rewritten too")
 
 
 class IcebergSkipReason(StrEnum):

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
+from compactor.formats.iceberg.actions import LATER, NATIVE_NEEDS_SPARK, NATIVE_SEMANTICS, IcebergSkipReason
 from compactor.formats.iceberg.read import SPEC_COLUMN, iceberg_state
 from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
 from compactor.formats.iceberg.support import table_problem
@@ -118,7 +118,8 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if not c.enabled:
         return replace(base, files_after=state.file_count,
                        skipped=(Skip(SkipReason.DISABLED, None, {}, "compaction.enabled is false"),))
-    reason = unsupported_reason(st, engine)
+    reason = unsupported_reason(st, engine) or (NATIVE_NEEDS_SPARK if engine == "local" and c.method == "optimize"
+                                                else None)
     if reason:
         return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
     scope = partition_scope(policy, state.partition_columns, column="partition field",
@@ -140,6 +141,8 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
                                     version=state.version, where=where, eligible=eligible, scope=selected,
                                     forced=delete_candidates(st, c.triggers), forced_alone=True)
+    if c.method == "optimize":  # the spark engine's rewrite_data_files: what it does beyond the plan, said
+        actions = [replace(a, reason=f"{a.reason}; {NATIVE_SEMANTICS}") for a in actions]
     removed = sum(a.input_files - a.expected_output_files for a in actions)
     return replace(base, actions=tuple(actions), skipped=(*skips, *more), files_after=state.file_count - removed)
 
