@@ -6,7 +6,8 @@ actions.py), rewritten bin by bin with the local engine (rewrite.py, support.py)
 pyiceberg's private API); run.py journals it (recovery.py, references.py: the deletion gate). The spark
 engine rewrites each bin through Iceberg's own Spark rewrite and commits through its ``RewriteFiles``
 (spark.py: the session's needs and the Java table; spark_rewrite.py, the one module pinned to Iceberg's
-runtime; spark_run.py)."""
+runtime; spark_run.py), or, with ``compaction.method: optimize``, runs Iceberg's own RewriteDataFiles scoped
+to the planned partitions (spark_native.py, native_scope.py)."""
 
 from __future__ import annotations
 

@@ -141,10 +141,11 @@ def run_native(actions: Sequence[CompactAction], ctx: ActionContext, planned: Ta
     with java_table(spark, ctx.location) as jtable:
         use_session_loader(spark)
         expression = _Expressions(spark._jvm).of(scopes)
-        _refuse_beyond_plan(spark, jtable, expression, st, table, keys)
+        options = rewrite_options(fresh)
+        _refuse_beyond_plan(spark, jtable, expression, st, table, keys, int(options["min-file-size-bytes"]))
         if ctx.fence is not None:
             ctx.fence()
-        result = _execute(spark, jtable, expression, rewrite_options(fresh), ctx.commit_metadata, st.identifier)
+        result = _execute(spark, jtable, expression, options, ctx.commit_metadata, st.identifier)
         if int(result.rewrittenDataFilesCount()) == 0:
             return [stale.get(i) or ActionOutcome(version_before=st.snapshot_id, version_after=st.snapshot_id,
                                                   details=ActionDetails(method=METHOD, note="Iceberg's "
@@ -156,9 +157,10 @@ def run_native(actions: Sequence[CompactAction], ctx: ActionContext, planned: Ta
 
 
 def _refuse_beyond_plan(spark: Any, jtable: Any, expression: Any, st: IcebergState, table: Table,
-                        keys: set[PartitionKey]) -> None:
-    """Raise (nothing runs) when the filter selects a file of a partition that was not planned at the table's
-    head: the scan Iceberg's planner makes, with the session's case sensitivity."""
+                        keys: set[PartitionKey], small_below: int) -> None:
+    """Raise (nothing runs) when the filter selects, at the table's head, a file of a partition that was not
+    planned which Iceberg's planner could take: one below ``small_below`` bytes or with delete files (its
+    delete-ratio rule). The scan is the one Iceberg's planner makes, with the session's case sensitivity."""
     from compactor.formats.iceberg.spark_rewrite import JavaLists
     from compactor.formats.iceberg.state import state_of
 
@@ -173,7 +175,8 @@ def _refuse_beyond_plan(spark: Any, jtable: Any, expression: Any, st: IcebergSta
     if any(p not in known for p in paths):
         table.refresh()
         known.update({f.path: f for f in state_of(table, st.identifier).files})
-    beyond = [p for p in paths if p not in known or known[p].partition_key not in keys]
+    beyond = [p for p in paths if p not in known or (known[p].partition_key not in keys and (
+        known[p].size < small_below or known[p].deletes))]
     if beyond:
         where = known[beyond[0]] if beyond[0] in known else None
         label = f"spec {where.spec_id}: {where.partition_path or '(unpartitioned)'}" if where else beyond[0]
@@ -212,6 +215,8 @@ def _own_snapshot(table: Table, properties: Mapping[str, str]) -> Snapshot | Non
     from pyiceberg.table.snapshots import ancestors_of
 
     head = table.metadata.current_snapshot()
+    if not properties:  # nothing to tell compactor's snapshot from another writer's
+        return None
     for snap in ancestors_of(head, table.metadata) if head is not None else ():
         summary = snap.summary.additional_properties if snap.summary is not None else {}
         if all(summary.get(k) == v for k, v in properties.items()):
