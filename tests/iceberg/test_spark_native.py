@@ -93,6 +93,7 @@ def test_optimize_runs_rewrite_data_files_on_exactly_the_planned_partitions(iceb
     r = project.cli("apply", str(project.plan_file))
     assert r.exit_code == 0, r.output
     assert "native rewrite_data_files" in r.output
+    assert r.output.count("appended to it since planning are rewritten too") == 1, r.output  # said once a group
     results = project.results()
     assert {x["status"] for x in results} == {"success"}, results
     assert {x["details"]["method"] for x in results} == {METHOD}
