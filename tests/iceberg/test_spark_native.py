@@ -172,7 +172,7 @@ def test_the_local_engine_refuses_method_optimize_at_plan_time_naming_the_spark_
     assert plan["actions"] == []
     (skip,) = plan["skipped"]
     assert skip["reason"] == "unsupported" and "needs the spark engine" in skip["message"], skip
-    assert "spark engine" in r.output
+    assert "use the spark engine (Iceberg's rewrite_data_files compacts it)" in r.output, r.output
 
 
 def test_bucket_truncate_hours_months_and_null_partitions_are_scoped_exactly(iceberg_spark: Any, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 from compactor.formats.iceberg.retention_actions import RETENTION_ACTIONS, RETENTION_SKIPS
 from compactor.planning.actions import CompactAction
-from compactor.planning.skips import SkipKind
+from compactor.planning.skips import Remedy, SkipKind
 from compactor.planning.vocabulary import register
 
 #: what every local-engine skip says of the spark engine
@@ -34,7 +34,11 @@ class IcebergSkipReason(StrEnum):
     NOT_PARQUET = "iceberg_not_parquet"
 
 
+#: the ``needs`` detail of the local engine's skip of ``method: optimize``: the spark engine's native rewrite
+NATIVE_REWRITE = "iceberg_rewrite_data_files"
+
 register("iceberg", shared=(CompactAction,), actions=RETENTION_ACTIONS,
+         remedies={NATIVE_REWRITE: Remedy("spark", "Iceberg's rewrite_data_files", "compaction.method: optimize")},
          skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"apply with the spark engine: {LATER}"),
                 SkipKind(IcebergSkipReason.OLDER_SPEC, f"apply with the spark engine: {LATER}"),
                 SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}"), *RETENTION_SKIPS))
