@@ -72,3 +72,30 @@ def test_rewrite_options_take_the_policys_sizes_and_the_fewest_planned_files() -
     assert options["partial-progress.enabled"] == "false" and options["use-starting-sequence-number"] == "true"
     # Iceberg wants min below target: min_file_size may equal target_file_size in a policy
     assert rewrite_options([_compact(2, small=1000)])["min-file-size-bytes"] == "999"
+
+
+def test_delete_thresholds_take_the_files_the_plan_took_for_their_deletes(tmp_path: Path) -> None:
+    """Iceberg's planner must take a file the plan took alone for its deletes (plan.delete_candidates): its
+    ratio of file-scoped deletes, or its count of delete files where they are not file-scoped."""
+    from compactor.formats.iceberg.spark_native import delete_thresholds
+    from tests.iceberg.tables import commit_position_deletes
+
+    table = make_table(tmp_path, "identity_int")
+    st = state_of(table, "db.identity_int")
+    first, second = [f for f in st.files if f.partition[0].value == 0][:2]
+    assert delete_thresholds([_with(first.path)], st) == {"delete-ratio-threshold": "1.0"}  # no deletes
+
+    commit_position_deletes(table, {first.path: [0, 1, 2]}, file_scoped=True)
+    commit_position_deletes(table, {second.path: [0]})  # partition-scoped: Iceberg does not count its rows
+    st = state_of(table, "db.identity_int")
+    alone = delete_thresholds([_with(first.path)], st)
+    assert alone == {"delete-ratio-threshold": repr(3 / first.record_count)}
+    assert delete_thresholds([_with(second.path)], st) == {"delete-ratio-threshold": "1.0",
+                                                          "delete-file-threshold": "1"}
+    # small files packed together are taken for their size: no threshold follows from them
+    assert delete_thresholds([_with(first.path, second.path)], st) == {"delete-ratio-threshold": "1.0"}
+
+
+def _with(*paths: str) -> CompactAction:
+    return CompactAction(target_file_size=1 << 20, min_file_size=1 << 19, input_files=len(paths), bins=(paths,),
+                         precondition=Precondition.of(1, paths), method="optimize")

@@ -29,11 +29,12 @@ ROWS = """SELECT id, CAST(id % 3 AS INT) AS grp, concat('s', CAST(id % 7 AS STRI
 METHOD = "native rewrite_data_files"
 
 
-def _project(tmp_path: Path, cat: JdbcCatalog, *, engine: str = "spark", where: str | None = "grp <> 2") -> Project:
+def _project(tmp_path: Path, cat: JdbcCatalog, *, engine: str = "spark", where: str | None = "grp <> 2",
+             triggers: str = "") -> Project:
     scope = f", partitions: {{where: \"{where}\"}}" if where else ""
     policy = ("version: 1\ntables:\n  - name: t\n    format: iceberg\n"
               f"    catalog: {{name: {cat.name}, namespace: db, table: t}}\n"
-              f"    compaction: {{target_file_size: 1MiB, method: optimize, triggers: {{min_input_files: 2}}{scope}}}\n")
+              f"    compaction: {{target_file_size: 1MiB, method: optimize, triggers: {{min_input_files: 2{triggers}}}{scope}}}\n")
     profiles = (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: {engine}\n      catalogs:\n"
                 f"        {cat.name}: {{type: sql, uri: \"{cat.uri}\", warehouse: \"{cat.warehouse}\"}}\n")
     return Project.make(tmp_path, "t", catalog=cat.name, policy_text=policy, profiles_text=profiles)
@@ -210,3 +211,29 @@ def test_bucket_truncate_hours_months_and_null_partitions_are_scoped_exactly(ice
 
 def _rows_of(spark: Any, t: str) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in spark.sql(f"SELECT id, grp, s, ts, d FROM {t}").collect()), key=repr)
+
+
+def test_a_file_planned_alone_for_its_deletes_is_taken_by_iceberg_too(iceberg_spark: Any, tmp_path: Path) -> None:
+    """A quarter of each file's rows deleted, the policy's max_deleted_rows_ratio 0.2 (below Iceberg's own
+    0.3): each file is planned alone for its deletes, and the native rewrite takes it (delete-ratio-threshold
+    follows the plan), drops its deletes, and the next plan plans nothing."""
+    spark = iceberg_spark
+    cat = register_catalog(spark, tmp_path / "ice")
+    t = f"{cat.name}.db.t"
+    spark.sql(f"""CREATE TABLE {t} (id BIGINT, grp INT, s STRING, ts TIMESTAMP) USING iceberg PARTITIONED BY (grp)
+                  TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')""")
+    spark.sql(f"INSERT INTO {t} " + ROWS.format(lo=0, hi=120))
+    spark.sql(f"DELETE FROM {t} WHERE id % 4 = 0")
+    before = _rows(spark, t)
+    project = _project(tmp_path, cat, where=None, triggers=", max_deleted_rows_ratio: 0.2")
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    actions = project.table_plan()["actions"]
+    assert len(actions) == 3 and {a["input_files"] for a in actions} == {1}, actions
+
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert {x["status"] for x in project.results()} == {"success"}, project.results()
+    assert _rows(spark, t) == before
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output

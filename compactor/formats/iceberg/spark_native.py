@@ -5,7 +5,8 @@ each planned spec (native_scope.py: transform terms, so hidden partitions are se
 them), with options from the policy: ``target-file-size-bytes``, ``min-file-size-bytes`` (the policy's
 ``min_file_size``: the files compactor would call small), ``max-file-size-bytes`` out of reach (compactor
 never plans to split a file), ``min-input-files`` the fewest files a planned action has (so every planned
-partition is rewritten), partial progress off (one commit) and ``use-starting-sequence-number`` (an
+partition is rewritten), the delete thresholds the files the plan took for their deletes reach
+(``delete_thresholds``), partial progress off (one commit) and ``use-starting-sequence-number`` (an
 equality delete committed meanwhile still applies to the rows).
 
 Iceberg plans its file groups from the table as it finds it: files appended to a planned partition after
@@ -70,6 +71,23 @@ def rewrite_options(actions: Sequence[CompactAction]) -> dict[str, str]:
             "max-file-size-bytes": str(max(NO_SPLIT, target + 1)),
             "min-input-files": str(max(2, min(a.input_files for a in actions))),
             "partial-progress.enabled": "false", "use-starting-sequence-number": "true"}
+
+
+def delete_thresholds(actions: Sequence[CompactAction], st: IcebergState) -> dict[str, str]:
+    """``delete-ratio-threshold`` and ``delete-file-threshold`` so that Iceberg's planner takes the planned
+    files the plan took for their deletes (its delete triggers, plan.delete_candidates: a file not small, or
+    alone in its action): the ratio the least deleted of them reaches (file-scoped deletes, as Iceberg counts
+    them), or 1.0 when none was (only files whose rows are all deleted then); the fewest delete files of those
+    whose deletes are not file-scoped."""
+    by_path = {f.path: f for f in st.files}
+    forced = [by_path[p] for a in actions for p in a.input_paths
+              if p in by_path and (by_path[p].size >= a.min_file_size or a.input_files == 1)]
+    ratios = [f.deleted_rows_known / f.record_count for f in forced if f.record_count and f.deleted_rows_known]
+    out = {"delete-ratio-threshold": repr(min(ratios)) if ratios else "1.0"}
+    counted = [len(f.deletes) for f in forced if f.deletes and not f.deleted_rows_known]
+    if counted:
+        out["delete-file-threshold"] = str(min(counted))
+    return out
 
 
 class _Expressions:
@@ -141,7 +159,7 @@ def run_native(actions: Sequence[CompactAction], ctx: ActionContext, planned: Ta
     with java_table(spark, ctx.location) as jtable:
         use_session_loader(spark)
         expression = _Expressions(spark._jvm).of(scopes)
-        options = rewrite_options(fresh)
+        options = {**rewrite_options(fresh), **delete_thresholds(fresh, st)}
         _refuse_beyond_plan(spark, jtable, expression, st, table, keys, int(options["min-file-size-bytes"]))
         if ctx.fence is not None:
             ctx.fence()
