@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from compactor.errors import ApplyError, CompactorError, StalePlanError, TableReadError, UnsupportedTableError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.actions import NATIVE_NEEDS_SPARK
+from compactor.formats.iceberg.catalog import open_location
 from compactor.formats.iceberg.local_run import run_compact_local
 from compactor.formats.iceberg.read import read_iceberg_state
 from compactor.formats.iceberg.retention_actions import IcebergRetentionAction
+from compactor.formats.iceberg.state import IcebergState
 from compactor.models.results import ActionDetails
 from compactor.planning.actions import Action, CompactAction
 
@@ -33,7 +35,11 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
 
 
 def _read_planned(ctx: ActionContext, planned_id: int | None) -> tuple[TableState, Table]:
-    """The table at the planned snapshot; StalePlanError when it cannot be read there (expired)."""
+    """The table at the planned snapshot; StalePlanError when it cannot be read there (expired). The state
+    apply read before the run is that already when the planned snapshot was then the current one (every
+    group of the run: Iceberg's ``simulate`` keeps it): only the table is loaded again."""
+    if ctx.state.version == planned_id and isinstance(ctx.state.extra, IcebergState):
+        return ctx.state, open_location(ctx.location)[0]
     try:
         return read_iceberg_state(ctx.location, planned_id)
     except TableReadError as e:
