@@ -75,6 +75,9 @@ class FormatSpec:
     #: format owns is an error on a table of any other format; a key no format owns (``allow_unsafe_retention``,
     #: ``min_reader_lag``) applies to every format whose tables take the block
     retention_keys: frozenset[str] = frozenset()
+    #: the keys of the ``compaction:`` block that are this format's own (its own maintenance, as YAML keys):
+    #: such a key on a table of any other format is a policy error
+    compaction_keys: frozenset[str] = frozenset()
     #: the policy's ``sink:`` block applies (a Structured Streaming file sink); every policy has one
     sink_settings: bool = False
     #: a policy may name the table by a catalog name instead of a path
@@ -100,6 +103,7 @@ BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("iceberg", "compactor.formats.iceberg", "compactor.formats.iceberg.actions",
                "compactor.formats.iceberg.probe", ("metadata",), yields_to=frozenset({"delta"}),
                strategies=frozenset({"bin_pack"}), retention_keys=frozenset({"expire_snapshots", "remove_orphan_files"}),
+               compaction_keys=frozenset({"position_deletes", "manifests"}),
                absolute_paths=True, catalog_only=True,
                catalog_providers=frozenset({"iceberg"})),
 )

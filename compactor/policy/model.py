@@ -89,6 +89,30 @@ class Budget:
     max_partitions_per_run: int | None = None
 
 
+#: Iceberg's own defaults: ``min-input-files`` of rewrite_position_delete_files, and the table property
+#: ``commit.manifest.min-count-to-merge``
+DEFAULT_MIN_DELETE_FILES = 5
+DEFAULT_MIN_MANIFESTS = 100
+
+
+@dataclass(frozen=True)
+class PositionDeletes:
+    """``compaction.position_deletes`` (Iceberg): rewrite a partition's position delete files into few when it
+    holds at least ``min_input_files`` of them (the spark engine: Iceberg's rewrite_position_delete_files)."""
+
+    enabled: bool = False
+    min_input_files: int = DEFAULT_MIN_DELETE_FILES
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """``compaction.manifests`` (Iceberg): rewrite the current snapshot's manifests of a partition spec when
+    it has at least ``min_count`` of them (the spark engine: Iceberg's rewrite_manifests)."""
+
+    enabled: bool = False
+    min_count: int = DEFAULT_MIN_MANIFESTS
+
+
 @dataclass(frozen=True)
 class Compaction:
     """A policy's ``compaction:`` block: strategy, file sizes, triggers, partition scope, budget and order."""
@@ -110,6 +134,9 @@ class Compaction:
     #: OPTIMIZE, needs the Delta jars), "auto" (rewrite, and optimize where only delta-spark can do the job:
     #: formats/delta/context.only_native_can). The local engine always rewrites.
     method: Method = "auto"
+    #: Iceberg's own maintenance, planned whatever ``enabled`` says of the data files (each has its own switch)
+    position_deletes: PositionDeletes = field(default_factory=PositionDeletes)
+    manifests: Manifests = field(default_factory=Manifests)
 
 
 @dataclass(frozen=True)

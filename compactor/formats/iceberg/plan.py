@@ -3,8 +3,9 @@
 action's precondition version. A where or lookback on the source columns of the partitioning is projected
 through each spec's transforms (where.py) and the shared planner takes its verdict per partition. On the
 local engine the files it cannot rewrite exactly are left alone with Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
-files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then the
-policy's retention, after the compaction (retention_plan.py)."""
+files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then
+Iceberg's own maintenance (maintenance_plan.py) and the policy's retention (retention_plan.py), after the
+compaction."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
-from compactor.formats.iceberg.read import SPEC_COLUMN, iceberg_state
+from compactor.formats.iceberg.maintenance_plan import partition_values, plan_maintenance
+from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
 from compactor.formats.iceberg.support import table_problem
 from compactor.formats.iceberg.where import source_columns, source_filter
@@ -58,10 +60,7 @@ def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, l
         why = next((r for r, _, test in _LEFT_ALONE if test(f, st)), None)
         ok.append(why is None)
         if why is not None:
-            values: dict[str, str | None] = {c: None for c in state.partition_columns}
-            values.update({v.name: v.text for v in f.partition})
-            if SPEC_COLUMN in values:
-                values[SPEC_COLUMN] = str(f.spec_id)
+            values = partition_values(state.partition_columns, f.spec_id, f.partition)
             key = (why, tuple(values.items()))
             counts[key] = counts.get(key, 0) + 1
     if all(ok):
@@ -74,13 +73,19 @@ def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, l
 
 
 def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
-    """The table's compaction, then what its policy's retention plans (retention_plan.py)."""
+    """The table's compaction, then its own maintenance (maintenance_plan.py: position delete files and
+    manifests), then what its policy's retention plans (retention_plan.py)."""
     from compactor.formats.iceberg.retention_plan import plan_retention
 
     planned = _plan_compaction(policy, state, now=now, engine=engine)
-    if not policy.enabled or policy.retention is None or planned.error is not None:
+    if not policy.enabled or planned.error is not None:
         return planned
-    actions, skips = plan_retention(policy.retention, iceberg_state(state).retention, version=state.version, now=now)
+    st = iceberg_state(state)
+    actions, skips = plan_maintenance(policy.compaction, st, state.partition_columns, version=state.version,
+                                      engine=engine)
+    if policy.retention is not None:
+        more, also = plan_retention(policy.retention, st.retention, version=state.version, now=now)
+        actions, skips = [*actions, *more], [*skips, *also]
     return replace(planned, actions=(*planned.actions, *actions), skipped=(*planned.skipped, *skips))
 
 

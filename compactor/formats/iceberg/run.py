@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from compactor.errors import ApplyError, StalePlanError, TableReadError
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.iceberg.maintenance_actions import IcebergMaintenanceAction
 from compactor.formats.iceberg.read import iceberg_state, read_iceberg_state
 from compactor.formats.iceberg.recovery import recover, relative
 from compactor.formats.iceberg.replace import CommitOutcomeUnknown, replace
@@ -39,6 +40,11 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         from compactor.formats.iceberg.retention_run import run_retention
 
         return run_retention(action, ctx)
+    if isinstance(action, IcebergMaintenanceAction):  # rewrite_position_deletes, rewrite_manifests
+        from compactor.formats.iceberg.maintenance_run import run_maintenance
+
+        planned, table = _read_planned(ctx, action.precondition.table_version)
+        return run_maintenance(action, ctx, iceberg_state(planned), table)
     if not isinstance(action, CompactAction):
         raise ApplyError(f"{action.type} actions are not run on Iceberg tables")
     return run_compact(action, ctx)
