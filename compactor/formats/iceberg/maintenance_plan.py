@@ -74,12 +74,14 @@ def plan_maintenance(c: Compaction, st: IcebergState, columns: Sequence[str], *,
                          "actions")]
     actions: list[Action] = []
     skips: list[Skip] = []
-    if c.position_deletes.enabled:
-        a, s = _position_deletes(st, columns, c.position_deletes.min_input_files, version)
-        actions += a
-        skips += s
+    # manifests first: their rewrite leaves every delete file live, so a position delete rewrite planned at
+    # the same snapshot still finds its inputs; the other way round the manifests would have changed
     if c.manifests.enabled:
         a, s = _manifests(st, c.manifests.min_count, version)
+        actions += a
+        skips += s
+    if c.position_deletes.enabled:
+        a, s = _position_deletes(st, columns, c.position_deletes.min_input_files, version)
         actions += a
         skips += s
     return actions, skips

@@ -183,7 +183,7 @@ def _committed(jtable: Any, properties: Mapping[str, str], where: str) -> tuple[
 def _rows(spark: Any, jtable: Any, snapshot_id: int) -> int:
     """Rows Spark reads at ``snapshot_id``, deletes applied (the table through its current metadata file)."""
     location = str(jtable.operations().current().metadataFileLocation())
-    return int(spark.read.format("iceberg").option("snapshot-id", str(snapshot_id)).load(location).count())
+    return int(spark.read.format("iceberg").option("versionAsOf", str(snapshot_id)).load(location).count())
 
 
 def _verified(action: IcebergMaintenanceAction, ctx: ActionContext, table: Table, spark: Any, jtable: Any,
