@@ -146,3 +146,24 @@ def test_the_cli_plan_names_the_skip_and_the_keys_are_an_error_on_a_delta_table(
     assert r.exit_code == 1, r.output
     assert "t.yml:6:25" in r.output and "compaction_key_format" in r.output, r.output
     assert "compaction.position_deletes is a setting of iceberg tables: it does not apply to delta tables" in r.output
+
+
+def test_apply_refuses_an_action_whose_files_were_edited(tmp_path: Path) -> None:
+    """Manifests lie in the metadata folder, so the plan's metadata-path check does not judge them: apply
+    does, against the planned snapshot (maintenance_run._edited); a position delete action must list every
+    position delete file of one partition."""
+    from dataclasses import replace
+
+    from compactor.formats.iceberg.maintenance_run import _edited
+
+    t, grp0, grp1 = _deleted(tmp_path)
+    plan = _plan(t, _policy(deletes=3, manifests=2))
+    manifests, deletes = plan.actions
+    assert isinstance(manifests, RewriteManifestsAction) and isinstance(deletes, RewritePositionDeletesAction)
+    planned = state_of(t, "db.t")
+    assert _edited(manifests, planned) is None and _edited(deletes, planned) is None
+    metadata = t.metadata_location
+    for edited in (replace(manifests, files=(*manifests.files[:-1], metadata)), replace(manifests, files=manifests.files[1:]),
+                   replace(deletes, files=deletes.files[1:]), replace(deletes, files=(*deletes.files[:-1], *grp1)),
+                   replace(deletes, files=(*deletes.files[:-1], metadata))):
+        assert _edited(edited, planned) is not None, edited.files
