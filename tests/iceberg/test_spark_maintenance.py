@@ -137,3 +137,39 @@ def test_a_change_after_planning_makes_the_touched_actions_stale_and_commits_not
     grp0 = {p for k, v in _position_deletes(changed).items() if k.startswith("0/") for p in v}
     assert grp0 <= {d.path for d in after.delete_files}  # grp 0's delete files untouched
     assert len(_position_deletes(after)["1/2024-01-02"]) == 1
+
+
+def test_bucket_truncate_and_null_partitions_are_selected_exactly(iceberg_spark: Any, tmp_path: Path) -> None:
+    """Iceberg's filter for a partition of ``bucket(2, id)``, ``truncate(2, s)`` and an identity field that is
+    null selects exactly that partition's delete files (a wrong term would select none or more: stale)."""
+    spark = iceberg_spark
+    cat = register_catalog(spark, tmp_path / "ice")
+    t = f"{cat.name}.db.t"
+    spark.sql(f"""CREATE TABLE {t} (id BIGINT, grp INT, ts TIMESTAMP, s STRING) USING iceberg
+                  PARTITIONED BY (bucket(2, id), truncate(2, s), grp)
+                  TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read',
+                                 'write.delete.granularity' = 'partition')""")
+    for i in range(3):
+        spark.sql(f"""INSERT INTO {t} SELECT id, CASE WHEN id % 3 = 0 THEN NULL ELSE 1 END, current_timestamp(),
+                      CASE WHEN id % 2 = 0 THEN 'aa' ELSE 'ab' END FROM range({i * 30}, {i * 30 + 30})""")
+    for k in range(3):
+        spark.sql(f"DELETE FROM {t} WHERE id % 7 = {k}")
+    table = open_table(cat.settings(), "db.t")
+    before = state_of(table, "db.t")
+    rows = _rows(spark, t)
+    project = _project(tmp_path, cat)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    planned = [a for a in project.table_plan()["actions"] if a["type"] == "rewrite_position_deletes"]
+    assert any(a["partition"]["grp"] == "null" for a in planned), planned  # as the transforms render a null
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert {x["status"] for x in project.results()} == {"success"}, project.results()
+    table.refresh()
+    after = state_of(table, "db.t")
+    assert _rows(spark, t) == rows
+    assert {f.path for f in after.files} == {f.path for f in before.files}
+    rewritten = {p for a in planned for p in a["params"]["files"]}
+    assert not rewritten & {d.path for d in after.delete_files}
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
