@@ -18,6 +18,7 @@ pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install
 
 from compactor.formats.iceberg.catalog import open_table  # noqa: E402
 from compactor.formats.iceberg.state import IcebergState, state_of  # noqa: E402
+from compactor.runtime import faults  # noqa: E402
 from tests.iceberg.project import Project  # noqa: E402
 from tests.iceberg.spark_tables import JdbcCatalog, register_catalog  # noqa: E402
 
@@ -42,13 +43,13 @@ def _make(spark: Any, tmp_path: Path) -> tuple[JdbcCatalog, str]:
     return cat, t
 
 
-def _project(tmp_path: Path, cat: JdbcCatalog) -> Project:
+def _project(tmp_path: Path, cat: JdbcCatalog, manifests: bool = True) -> Project:
     profiles = (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: spark\n      catalogs:\n"
                 f"        {cat.name}: {{type: sql, uri: \"{cat.uri}\", warehouse: \"{cat.warehouse}\"}}\n")
     policy = ("version: 1\ntables:\n  - name: t\n    format: iceberg\n"
               f"    catalog: {{name: {cat.name}, namespace: db, table: t}}\n    compaction:\n      enabled: false\n"
               "      position_deletes: {enabled: true, min_input_files: 3}\n"
-              "      manifests: {enabled: true, min_count: 5}\n")
+              f"      manifests: {{enabled: {'true' if manifests else 'false'}, min_count: 5}}\n")
     return Project.make(tmp_path, "t", catalog=cat.name, policy_text=policy, profiles_text=profiles)
 
 
@@ -173,3 +174,48 @@ def test_bucket_truncate_and_null_partitions_are_selected_exactly(iceberg_spark:
     assert not rewritten & {d.path for d in after.delete_files}
     r = project.cli("plan", "--detailed-exitcode")
     assert r.exit_code == 0, r.output
+
+
+def test_a_delete_racing_the_rewrite_stays_live_and_only_the_listed_files_are_rewritten(
+        iceberg_spark: Any, tmp_path: Path) -> None:
+    """A DELETE in grp 1's partition committed after compactor's check of the inputs and before Iceberg's
+    action runs: the action plans from the metadata compactor checked, so it rewrites exactly the listed
+    files; Iceberg's commit lands on top of the DELETE, whose delete file stays live, and no row comes back."""
+    spark = iceberg_spark
+    cat, t = _make(spark, tmp_path)
+    table = open_table(cat.settings(), "db.t")
+    project = _project(tmp_path, cat, manifests=False)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    actions = project.table_plan()["actions"]
+    assert [a["partition"]["grp"] for a in actions] == ["0", "1"]
+    rows = _rows(spark, t)
+    expected = [row for row in rows if not (row[1] == 1 and row[0] % 31 == 3)]
+    assert len(expected) < len(rows)
+    seen: list[str] = []
+    racing: list[set[str]] = []
+
+    def race(name: str) -> None:
+        if name == "iceberg.maintenance_checked":
+            seen.append(name)
+            if len(seen) == 2:  # grp 1's action, after its check
+                table.refresh()
+                known = {d.path for d in state_of(table, "db.t").delete_files}
+                spark.sql(f"DELETE FROM {t} WHERE grp = 1 AND id % 31 = 3")
+                table.refresh()
+                racing.append({d.path for d in state_of(table, "db.t").delete_files} - known)
+
+    previous = faults.set_hook(race)
+    try:
+        r = project.cli("apply", str(project.plan_file))
+    finally:
+        faults.set_hook(previous)
+    assert r.exit_code == 0, r.output
+    assert [x["status"] for x in project.results()] == ["success", "success"], project.results()
+    assert set(project.results()[1]["details"]["files"]) == set(actions[1]["params"]["files"])
+    (new,) = racing
+    assert len(new) == 1
+    table.refresh()
+    live = {d.path for d in state_of(table, "db.t").delete_files}
+    assert new <= live and not live & set(actions[1]["params"]["files"])
+    assert _rows(spark, t) == expected

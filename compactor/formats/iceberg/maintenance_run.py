@@ -3,11 +3,14 @@ Spark actions in the run's one session (``SparkActions.get(spark)``): ``rewriteP
 the planned partition with ``rewrite-all``, ``rewriteManifests`` for the planned partition spec. The local
 engine refuses both, naming the spark engine: pyiceberg 0.12 rewrites neither delete files nor manifests.
 
-Before the action runs (``inputs_problem``, then the fence): the listed files must be what the planned
-snapshot held (else the plan was edited: PlanError), and the table as it is now must still hold exactly
-them: every listed position delete file live and no other in the partition (Iceberg's filter, evaluated
-by Iceberg's own position-deletes scan, selects exactly the listed files), or the current snapshot's
-manifests of the spec exactly the planned snapshot's. Otherwise the action is stale and nothing runs.
+Before the action runs (then the fence): the listed files must be what the planned snapshot held (else the
+plan was edited: PlanError), and the table as it is now must still hold exactly them: every listed
+position delete file live and no other in the partition (Iceberg's filter, evaluated by Iceberg's own
+position-deletes scan, selects exactly the listed files), or the current snapshot's manifests of the spec
+exactly the planned snapshot's. Otherwise the action is stale and nothing runs. The Java table is
+refreshed once, and both the check and Iceberg's action read that same metadata (the action plans from the
+table's loaded snapshot without reading it again), so what is rewritten is what was checked; a commit
+landing meanwhile is kept by Iceberg's commit, which applies the rewrite on top of it.
 
 After it committed (its snapshot found by the run's commit properties, which it carries), from metadata and
 Spark: the rows Spark reads after deletes at the new snapshot equal those at its parent; no data file was
@@ -34,6 +37,7 @@ from compactor.formats.iceberg.spark import java_table
 from compactor.formats.iceberg.spark_rewrite import check_runtime
 from compactor.formats.iceberg.state import IcebergState, state_of
 from compactor.models.results import ActionDetails
+from compactor.runtime.faults import crash_point
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -101,9 +105,12 @@ def _run(action: IcebergMaintenanceAction, ctx: ActionContext, planned: IcebergS
          jtable: Any) -> ActionOutcome:
     name = planned.identifier
     table.refresh()
-    jtable.refresh()
+    jtable.refresh()  # Iceberg's action plans from this metadata: the one checked here (not read again)
     before = state_of(table, name)
+    java_head = jtable.currentSnapshot()
     stale = _stale(action, planned, before)
+    if stale is None and (java_head is None or int(java_head.snapshotId()) != before.snapshot_id):
+        stale = "the table changed while its inputs were being checked"
     if stale is not None:
         raise StalePlanError(f"{name}: {action.type} not run, the plan is stale: {stale}; nothing was committed",
                              hint="plan again")
@@ -120,6 +127,7 @@ def _run(action: IcebergMaintenanceAction, ctx: ActionContext, planned: IcebergS
         job = actions.rewriteManifests(jtable).specId(action.spec_id)
     for k, v in ctx.commit_metadata.items():
         job = job.snapshotProperty(k, v)
+    crash_point("iceberg.maintenance_checked")
     if ctx.fence is not None:
         ctx.fence()
     try:
