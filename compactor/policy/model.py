@@ -287,13 +287,17 @@ class TablePolicy:
 
     @property
     def maintenance(self) -> tuple[str, ...]:
-        """What the policy plans beside compaction, in `compactor ls`'s words: what its ``retention:`` block
+        """What the policy plans beside compaction, in `compactor ls`'s words: Iceberg's own maintenance its
+        ``compaction:`` block enables (position delete files, manifests), and what its ``retention:`` block
         enables (a VACUUM, snapshot expiry, orphan-file removal)."""
-        r = self.retention
+        c, r = self.compaction, self.retention
+        own = tuple(name for name, on in (("rewrite_manifests", c.manifests.enabled),
+                                          ("rewrite_position_deletes", c.position_deletes.enabled)) if on)
         if r is None:
-            return ()
-        return tuple(name for name, on in (("vacuum", r.vacuum.enabled), ("expire_snapshots", r.expire_snapshots.enabled),
-                                           ("remove_orphan_files", r.remove_orphan_files.enabled)) if on)
+            return own
+        return own + tuple(name for name, on in (
+            ("vacuum", r.vacuum.enabled), ("expire_snapshots", r.expire_snapshots.enabled),
+            ("remove_orphan_files", r.remove_orphan_files.enabled)) if on)
 
     def location(self, key: str) -> SourceRef:
         """Best known position of ``key`` (falls back to parents, then the table entry)."""

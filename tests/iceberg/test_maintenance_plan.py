@@ -139,6 +139,8 @@ def test_the_cli_plan_names_the_skip_and_the_keys_are_an_error_on_a_delta_table(
     (skip,) = [s for s in project.table_plan()["skipped"] if s["reason"] != "disabled"]
     assert skip["reason"] == "iceberg_maintenance_needs_spark", skip
     assert "the spark engine runs Iceberg's own actions" in r.output, r.output
+    r = project.cli("ls")
+    assert r.exit_code == 0 and "rewrite_manifests, rewrite_position_deletes" in r.output, r.output
     delta = ("version: 1\ntables:\n  - name: d\n    path: ./d\n    compaction:\n"
              "      position_deletes: {enabled: true}\n")
     (project.root / "policies" / "t.yml").write_text(delta)
