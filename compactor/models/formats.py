@@ -75,6 +75,8 @@ class FormatSpec:
     #: format owns is an error on a table of any other format; a key no format owns (``allow_unsafe_retention``,
     #: ``min_reader_lag``) applies to every format whose tables take the block
     retention_keys: frozenset[str] = frozenset()
+    #: the keys of ``compaction.triggers`` that are this format's own, as ``retention_keys``
+    trigger_keys: frozenset[str] = frozenset()
     #: the keys of the ``compaction:`` block that are this format's own (its own maintenance, as YAML keys):
     #: such a key on a table of any other format is a policy error
     compaction_keys: frozenset[str] = frozenset()
@@ -103,8 +105,8 @@ BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("iceberg", "compactor.formats.iceberg", "compactor.formats.iceberg.actions",
                "compactor.formats.iceberg.probe", ("metadata",), yields_to=frozenset({"delta"}),
                strategies=frozenset({"bin_pack"}), retention_keys=frozenset({"expire_snapshots", "remove_orphan_files"}),
-               compaction_keys=frozenset({"position_deletes", "manifests"}),
-               absolute_paths=True, catalog_only=True,
+               trigger_keys=frozenset({"max_deleted_rows_ratio", "delete_file_threshold"}),
+               compaction_keys=frozenset({"position_deletes", "manifests"}), absolute_paths=True, catalog_only=True,
                catalog_providers=frozenset({"iceberg"})),
 )
 

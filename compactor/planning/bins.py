@@ -46,17 +46,18 @@ def pack_ascending(sizes: Sequence[int], target: int, candidates: Sequence[int] 
     return bins
 
 
-def pack_sorted(sizes: Sequence[int], target: int) -> list[tuple[int, int]]:
+def pack_sorted(sizes: Sequence[int], target: int, alone: Sequence[bool] | None = None) -> list[tuple[int, int]]:
     """``pack_ascending`` of sizes already in ascending order, as ``(start, end)`` runs of them: greedy
     packing of sorted sizes only ever closes a bin where the next size does not fit, so every bin is a run,
     and the run from ``start`` ends where the running total first exceeds the target (found by bisection
-    on the prefix sums: one step per bin instead of one per file). Single-file bins dropped."""
+    on the prefix sums: one step per bin instead of one per file). Single-file bins dropped, but for a file
+    ``alone`` marks (a file a format rewrites for its deletes even by itself)."""
     totals = list(accumulate(sizes, initial=0))
     runs = []
     start, n = 0, len(sizes)
     while start < n:
         end = max(start + 1, bisect_right(totals, totals[start] + target, start + 1) - 1)
-        if end - start > 1:
+        if end - start > 1 or (alone is not None and alone[start]):
             runs.append((start, end))
         start = end
     return runs

@@ -38,6 +38,7 @@ class _PartitionStats(TypedDict):
     small_sum: int
     small_size_sum: int | None
     left_alone_sum: int
+    forced_sum: int
 
 
 class _SkipPartition(Protocol):
@@ -109,6 +110,7 @@ def plan_partitions(
     forced: pa.Array | None = None,
     ineligible: tuple[str, str] | None = None,
     scope: PartitionFilter | None = None,
+    forced_alone: bool = False,
 ) -> tuple[list[RewriteAction], list[Skip]]:
     """Actions (one per partition to rewrite) and skips (one per partition left alone, with reason).
 
@@ -122,6 +124,9 @@ def plan_partitions(
     partitions itself (they are not also "already compact": they are not). ``scope``: the format's verdict
     on each partition besides ``where`` and the lookback (a where or lookback it projects through its
     partition transforms: planning/scope.py), a partition out of it skipped with the reason it gives.
+    ``forced_alone``: a forced file is rewritten even alone in its bin, and a partition holding one is
+    compacted whatever its small files' count and share (a format whose native compaction rewrites a file
+    with too many deletes by itself: the rewrite drops them).
     """
     if files.num_rows == 0:
         return [], [Skip(SkipReason.NO_FILES, None, {"files": 0}, "the table has no live files")]
@@ -134,13 +139,17 @@ def plan_partitions(
     small_anywhere = small
     if eligible is not None:
         small = pc.and_(small, eligible)
+    alone = None if forced is None or not forced_alone else \
+        pc.fill_null(forced if eligible is None else pc.and_(forced, eligible), False)
     agg_input = pa.table({"k": keys, "size": files.column("size_bytes"), "mtime": files.column("modification_time"),
                           "small": pc.cast(small, pa.int64()),
                           "small_size": pc.if_else(small, files.column("size_bytes"), 0),
-                          "left_alone": pc.cast(pc.and_(small_anywhere, pc.invert(small)), pa.int64())})
+                          "left_alone": pc.cast(pc.and_(small_anywhere, pc.invert(small)), pa.int64()),
+                          "forced": pa.repeat(pa.scalar(0), files.num_rows) if alone is None else
+                          pc.cast(alone, pa.int64())})
     agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
                                              ("mtime", "min"), ("small", "sum"), ("small_size", "sum"),
-                                             ("left_alone", "sum")])
+                                             ("left_alone", "sum"), ("forced", "sum")])
     stats: dict[str, _PartitionStats] = {row["k"]: row for row in agg.to_pylist()}
     all_values = {k: _values_of(k, partition_columns) for k in stats}
 
@@ -194,6 +203,9 @@ def plan_partitions(
             skip(k, SkipReason.ALREADY_COMPACT, f"no file is below min_file_size {format_setting_size(c.min_file_size)}",
                  min_file_size=c.min_file_size)
             continue
+        if s["forced_sum"]:  # a file over a delete trigger: rewritten even alone (``forced_alone``)
+            survivors.append(k)
+            continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
         if s["small_sum"] <= ideal:
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
@@ -214,15 +226,16 @@ def plan_partitions(
         survivors.append(k)
 
     candidates = _build_actions(files, keys, survivors, stats, all_values, partition_columns, c, bin_model,
-                                version, eligible, skip, template, small)
+                                version, eligible, skip, template, small, alone)
     return _apply_budget(candidates, c, skips)
 
 
 def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], stats: Mapping[str, _PartitionStats],
                    all_values: Mapping[str, dict[str, str | None]], partition_columns: Sequence[str], c: Compaction,
                    bin_model: str, version: int | None, eligible: pa.Array | None, skip: _SkipPartition,
-                   template: RewriteAction | None, candidate: pa.Array) -> list[_Candidate]:
-    """``candidate``: the mask of files a bin may take (small or forced, and eligible). Bin-packing needs
+                   template: RewriteAction | None, candidate: pa.Array, alone: pa.Array | None) -> list[_Candidate]:
+    """``candidate``: the mask of files a bin may take (small or forced, and eligible); ``alone``: those
+    rewritten even alone in a bin (``plan_partitions``' ``forced_alone``). Bin-packing needs
     only those, so only those become Python objects (a quarter of a table's files, typically); z-order
     and sort rewrite whole partitions and take every eligible file."""
     if not survivors:
@@ -245,6 +258,7 @@ def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], st
         [("k", "count")]).to_pylist()}
     paths = files.column("path").take(order).to_pylist()
     sizes = files.column("size_bytes").take(order).to_pylist()
+    lone = alone.take(order).to_pylist() if alone is not None else [False] * len(paths)
     live = files.column("num_records")
     if "deleted_rows" in files.column_names:  # rows marked deleted are no rows readers see (TableState)
         live = pc.subtract(live, pc.fill_null(files.column("deleted_rows"), 0))
@@ -254,17 +268,20 @@ def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], st
     start = 0
     for k in sorted(survivors):
         end = start + counts.get(k, 0)
-        p_paths, p_sizes, p_rec = paths[start:end], sizes[start:end], records[start:end]
+        p_paths, p_sizes, p_rec, p_lone = paths[start:end], sizes[start:end], records[start:end], lone[start:end]
         start = end
         values = all_values[k]
         if c.strategy == "bin_pack":  # the partition's files are in ascending size: bins are runs of them
-            runs = pack_sorted(p_sizes, c.target_file_size)
+            runs = pack_sorted(p_sizes, c.target_file_size, p_lone if stats[k]["forced_sum"] else None)
             if not runs:
                 skip(k, SkipReason.ALREADY_COMPACT, "no two small files can share a bin", target_file_size=c.target_file_size)
                 continue
             outputs = len(runs)
             reason = (f"bin-pack {sum(b - a for a, b in runs)} file(s) into {outputs} at target "
                       f"{format_setting_size(c.target_file_size)} (packed as {bin_model}'s OPTIMIZE packs them)")
+            purged = sum(1 for a, b in runs for x in p_lone[a:b] if x)
+            if purged:
+                reason += f"; {purged} of them over a delete trigger (rewritten to drop their deletes, even alone)"
         else:
             runs = [(0, len(p_sizes))]
             outputs = max(1, math.ceil(sum(p_sizes) / c.target_file_size))
@@ -272,7 +289,7 @@ def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], st
             reason = f"{c.strategy} by ({cols}): rewrites the whole partition ({len(p_sizes)} files) every run"
         n_in = sum(b - a for a, b in runs)
         reduction = n_in - outputs
-        if reduction <= c.triggers.min_file_reduction:
+        if reduction <= c.triggers.min_file_reduction and not any(p_lone):
             skip(k, SkipReason.BELOW_MIN_FILE_REDUCTION, f"would remove only {reduction} file(s) (min_file_reduction "
                  f"{c.triggers.min_file_reduction})", predicted_files_after=stats[k]["size_count"] - reduction,
                  min_file_reduction=c.triggers.min_file_reduction)

@@ -128,13 +128,7 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
     fmt = raw.get("format", DEFAULT_FORMAT)
     spec = format_spec(fmt) or FORMATS[0]  # the schema admits registered formats only
     sinks = ", ".join(f.name for f in FORMATS if f.sink_settings)
-    comp = _compaction(ctx, raw.get("compaction") or {})
-    for key in raw.get("compaction") or {}:
-        owners = [f.name for f in FORMATS if key in f.compaction_keys]
-        if owners and fmt not in owners:
-            ctx.error(f"compaction.{key}", "compaction_key_format",
-                      f"compaction.{key} is a setting of {' and '.join(owners)} tables: it does not apply to {fmt} "
-                      "tables", f"remove compaction.{key} from this table's policy (or its defaults)")
+    comp = _compaction(ctx, raw.get("compaction") or {}, fmt)
     retention = _retention(ctx, raw["retention"], fmt) if "retention" in raw and spec.retention else None
     sink = None
     if "sink" in raw:
@@ -194,8 +188,14 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
     return policy, ctx.diags
 
 
-def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
+def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
     p = "compaction"
+    for key in c:  # a format's own maintenance keys (``compaction_keys``) on another format's table
+        owners = [f.name for f in FORMATS if key in f.compaction_keys]
+        if owners and fmt not in owners:
+            ctx.error(f"{p}.{key}", "compaction_key_format",
+                      f"compaction.{key} is a setting of {' and '.join(owners)} tables: it does not apply to {fmt} "
+                      "tables", f"remove compaction.{key} from this table's policy (or its defaults)")
     target = ctx.size(c, "target_file_size", p, m.DEFAULT_TARGET_FILE_SIZE)
     if target is None:  # not a size (reported): check the rest against the default
         target = m.DEFAULT_TARGET_FILE_SIZE
@@ -229,9 +229,13 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
     if not (0 <= ratio <= 1):  # also catches .nan, which passes JSON Schema's minimum/maximum
         ctx.error(f"{p}.triggers.min_small_file_ratio", "out_of_range", f"{ratio} is not between 0 and 1")
         t = {**t, "min_small_file_ratio": 0.0}
+    t = _format_triggers(ctx, t, fmt, f"{p}.triggers")
+    deleted = t.get("max_deleted_rows_ratio")
     triggers = m.Triggers(min_input_files=t.get("min_input_files", 5),
                           min_file_reduction=t.get("min_file_reduction", 0),
-                          min_small_file_ratio=float(t.get("min_small_file_ratio", 0.0)))
+                          min_small_file_ratio=float(t.get("min_small_file_ratio", 0.0)),
+                          max_deleted_rows_ratio=None if deleted is None else float(deleted),
+                          delete_file_threshold=t.get("delete_file_threshold"))
     parts = c.get("partitions") or {}
     where = parts.get("where")
     if where is not None:
@@ -259,6 +263,24 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any]) -> m.Compaction:
                                            min_input_files=pd.get("min_input_files", m.DEFAULT_MIN_DELETE_FILES)),
         manifests=m.Manifests(enabled=mf.get("enabled", False), min_count=mf.get("min_count", m.DEFAULT_MIN_MANIFESTS)),
     )
+
+
+def _format_triggers(ctx: _Ctx, t: Mapping[str, Any], fmt: str, p: str) -> Mapping[str, Any]:
+    """``t`` less the trigger keys other formats own (each an error naming the formats that take it), and a
+    ``max_deleted_rows_ratio`` outside 0..1 (NaN too: JSON Schema's bounds let it through)."""
+    out = dict(t)
+    for key in t:
+        owners = [f.name for f in FORMATS if key in f.trigger_keys]
+        if owners and fmt not in owners:
+            ctx.error(f"{p}.{key}", "trigger_key_format",
+                      f"triggers.{key} is a setting of {' and '.join(owners)} tables: it does not apply to {fmt} tables",
+                      "remove it, or set it on the tables of " + " and ".join(owners))
+            del out[key]
+    ratio = out.get("max_deleted_rows_ratio")
+    if ratio is not None and not (0 < ratio <= 1):
+        ctx.error(f"{p}.max_deleted_rows_ratio", "out_of_range", f"{ratio} is not above 0 and at most 1")
+        del out["max_deleted_rows_ratio"]
+    return out
 
 
 def _retention(ctx: _Ctx, r: Mapping[str, Any], fmt: str) -> m.Retention:

@@ -58,6 +58,13 @@ class Triggers:
     min_file_reduction: int = 0
     #: compact only if small files / all files in the partition >= this (0..1)
     min_small_file_ratio: float = 0.0
+    #: a file whose deletes remove at least this share of its rows is a candidate whatever its size, and is
+    #: rewritten even alone (Iceberg's ``delete-ratio-threshold``); None: the format's default
+    #: (FormatSpec.trigger_keys names the formats that take it)
+    max_deleted_rows_ratio: float | None = None
+    #: a file with at least this many delete files is a candidate whatever its size, even alone (Iceberg's
+    #: ``delete-file-threshold``); None: no such trigger
+    delete_file_threshold: int | None = None
 
 
 @dataclass(frozen=True)

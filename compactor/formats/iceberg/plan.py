@@ -3,9 +3,11 @@
 action's precondition version. A where or lookback on the source columns of the partitioning is projected
 through each spec's transforms (where.py) and the shared planner takes its verdict per partition. On the
 local engine the files it cannot rewrite exactly are left alone with Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
-files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then
-Iceberg's own maintenance (maintenance_plan.py) and the policy's retention (retention_plan.py), after the
-compaction."""
+files of an older partition spec, files not in Parquet (support.py says the same at apply, again). A file over
+a delete trigger (``max_deleted_rows_ratio``, ``delete_file_threshold``: ``delete_candidates``) is a candidate
+whatever its size and is rewritten even alone, as Iceberg's rewrite_data_files does: the rewrite drops its
+deletes. Then Iceberg's own maintenance (maintenance_plan.py) and the policy's retention (retention_plan.py),
+after the compaction."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from compactor.planning.bins import BIN_MODELS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.planning.scope import partition_scope
-from compactor.policy.model import TablePolicy
+from compactor.policy.model import TablePolicy, Triggers
 
 #: the bin model of the local rewrite: the shared ascending-size packing
 BIN_MODEL = BIN_MODELS[0]
@@ -70,6 +72,24 @@ def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, l
                   f"them alone; {LATER}")
              for (reason, values), n in sorted(counts.items(), key=str)]
     return pa.array(ok, pa.bool_()), skips
+
+
+#: Iceberg's rewrite_data_files ``delete-ratio-threshold`` default: the share of a file's rows its
+#: file-scoped deletes remove that makes it a candidate (BinPackRewriteFilePlanner, Iceberg 1.12)
+DELETE_RATIO_DEFAULT = 0.3
+
+
+def delete_candidates(st: IcebergState, triggers: Triggers) -> pa.Array | None:
+    """The files rewrite_data_files rewrites for their deletes whatever their size, even alone: those whose
+    file-scoped deletes remove at least ``max_deleted_rows_ratio`` of their rows (default Iceberg's 0.3), or
+    with at least ``delete_file_threshold`` delete files; None when no file has deletes."""
+    if not any(f.deletes for f in st.files):
+        return None
+    ratio = DELETE_RATIO_DEFAULT if triggers.max_deleted_rows_ratio is None else triggers.max_deleted_rows_ratio
+    most = triggers.delete_file_threshold
+    return pa.array([bool(f.deletes) and (
+        (f.record_count > 0 and f.deleted_rows_known / f.record_count >= ratio)
+        or (most is not None and len(f.deletes) >= most)) for f in st.files], pa.bool_())
 
 
 def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
@@ -122,7 +142,8 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
             c = replace(c, partitions=replace(c.partitions, lookback=None))
     eligible, skips = _left_alone(state, st) if engine == "local" else (None, [])
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                    version=state.version, where=where, eligible=eligible, scope=selected)
+                                    version=state.version, where=where, eligible=eligible, scope=selected,
+                                    forced=delete_candidates(st, c.triggers), forced_alone=True)
     removed = sum(a.input_files - a.expected_output_files for a in actions)
     return replace(base, actions=tuple(actions), skipped=(*skips, *more), files_after=state.file_count - removed)
 

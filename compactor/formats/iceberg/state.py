@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from compactor.formats.iceberg.live import LiveDataFile, LiveFiles, read_live
+from compactor.formats.iceberg.live import PATH_FIELD_ID, LiveDataFile, LiveFiles, read_live
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile, ManifestFile
@@ -91,6 +91,10 @@ class IcebergDeleteFile:
     file_format: str
     spec_id: int
     sequence_number: int
+    #: it deletes rows of one data file only (a deletion vector, or position deletes whose ``file_path``
+    #: bounds are one path): its record count is rows deleted from that file (Iceberg's
+    #: ContentFileUtil.isFileScoped, which its rewrite's delete ratio counts)
+    file_scoped: bool = False
     #: its partition in its spec (as a data file's)
     partition: tuple[PartitionValue, ...] = ()
 
@@ -142,6 +146,13 @@ class IcebergDataFile:
         """Rows its position deletes may remove: their record counts (a delete file may also name other
         files' rows, so this bounds the rows deleted from this file)."""
         return sum(d.record_count for d in self.deletes if d.kind != "equality")
+
+    @property
+    def deleted_rows_known(self) -> int:
+        """Rows its file-scoped deletes remove (at most its rows), as Iceberg's rewrite counts them for
+        ``delete-ratio-threshold``: other delete files may remove more."""
+        counted = {d.path: d.record_count for d in self.deletes if d.file_scoped}
+        return min(self.record_count, sum(counted.values()))
 
     @property
     def has_equality_deletes(self) -> bool:
@@ -220,8 +231,18 @@ def _kind(f: DataFile) -> DeleteKind:
 
 
 def _delete(f: DataFile, seq: int, render: _Renderer) -> IcebergDeleteFile:
-    return IcebergDeleteFile(str(f.file_path), _kind(f), int(f.file_size_in_bytes), int(f.record_count),
-                             str(f.file_format.value), int(f.spec_id or 0), seq, render(f))
+    kind = _kind(f)
+    return IcebergDeleteFile(str(f.file_path), kind, int(f.file_size_in_bytes), int(f.record_count),
+                             str(f.file_format.value), int(f.spec_id or 0), seq, _file_scoped(f, kind), render(f))
+
+
+def _file_scoped(f: DataFile, kind: DeleteKind) -> bool:
+    if kind == "deletion_vector":
+        return True
+    if kind != "position":
+        return False
+    lower, upper = (f.lower_bounds or {}).get(PATH_FIELD_ID), (f.upper_bounds or {}).get(PATH_FIELD_ID)
+    return lower is not None and lower == upper
 
 
 def _manifest(m: ManifestFile) -> IcebergManifest:
