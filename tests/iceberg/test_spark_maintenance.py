@@ -43,11 +43,13 @@ def _make(spark: Any, tmp_path: Path) -> tuple[JdbcCatalog, str]:
     return cat, t
 
 
-def _project(tmp_path: Path, cat: JdbcCatalog, manifests: bool = True) -> Project:
+def _project(tmp_path: Path, cat: JdbcCatalog, manifests: bool = True, compaction: bool = False) -> Project:
     profiles = (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: spark\n      catalogs:\n"
                 f"        {cat.name}: {{type: sql, uri: \"{cat.uri}\", warehouse: \"{cat.warehouse}\"}}\n")
     policy = ("version: 1\ntables:\n  - name: t\n    format: iceberg\n"
-              f"    catalog: {{name: {cat.name}, namespace: db, table: t}}\n    compaction:\n      enabled: false\n"
+              f"    catalog: {{name: {cat.name}, namespace: db, table: t}}\n    compaction:\n"
+              + ("      target_file_size: 1MiB\n      triggers: {min_input_files: 2}\n" if compaction else
+                 "      enabled: false\n") +
               "      position_deletes: {enabled: true, min_input_files: 3}\n"
               f"      manifests: {{enabled: {'true' if manifests else 'false'}, min_count: 5}}\n")
     return Project.make(tmp_path, "t", catalog=cat.name, policy_text=policy, profiles_text=profiles)
@@ -219,3 +221,28 @@ def test_a_delete_racing_the_rewrite_stays_live_and_only_the_listed_files_are_re
     live = {d.path for d in state_of(table, "db.t").delete_files}
     assert new <= live and not live & set(actions[1]["params"]["files"])
     assert _rows(spark, t) == expected
+
+
+def test_with_compaction_the_manifest_rewrite_runs_first_and_a_compacted_partitions_deletes_go_stale(
+        iceberg_spark: Any, tmp_path: Path) -> None:
+    """Data-file compaction planned beside both: the manifest rewrite runs first (it leaves every file live,
+    so the compaction still finds its inputs), the compaction removes each partition's delete files with
+    its data files, so the position delete rewrites planned at the same snapshot are stale; rows unchanged,
+    and the next plan plans nothing."""
+    spark = iceberg_spark
+    cat, t = _make(spark, tmp_path)
+    rows = _rows(spark, t)
+    project = _project(tmp_path, cat, compaction=True)
+    r = project.cli("plan")
+    assert r.exit_code == 0, r.output
+    assert [a["type"] for a in project.table_plan()["actions"]] == [
+        "rewrite_manifests", "compact", "compact", "rewrite_position_deletes", "rewrite_position_deletes"]
+    r = project.cli("apply", str(project.plan_file))
+    assert r.exit_code == 0, r.output
+    assert [x["status"] for x in project.results()] == ["success", "success", "success", "stale", "stale"], \
+        project.results()
+    assert _rows(spark, t) == rows
+    table = open_table(cat.settings(), "db.t")
+    assert not state_of(table, "db.t").delete_files
+    r = project.cli("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output

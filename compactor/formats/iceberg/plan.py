@@ -18,6 +18,7 @@ from dataclasses import replace
 import pyarrow as pa
 
 from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
+from compactor.formats.iceberg.maintenance_actions import RewriteManifestsAction
 from compactor.formats.iceberg.maintenance_plan import partition_values, plan_maintenance
 from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
@@ -101,12 +102,17 @@ def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.dateti
     if not policy.enabled or planned.error is not None:
         return planned
     st = iceberg_state(state)
-    actions, skips = plan_maintenance(policy.compaction, st, state.partition_columns, version=state.version,
-                                      engine=engine)
+    own, skips = plan_maintenance(policy.compaction, st, state.partition_columns, version=state.version,
+                                  engine=engine)
+    # a manifest rewrite first: it leaves every data and delete file live, so the compaction planned at the
+    # same snapshot still finds its inputs (after the compaction's commit its manifests would have changed);
+    # a position delete rewrite after the compaction, which may remove some of its partition's delete files
+    manifests = [a for a in own if isinstance(a, RewriteManifestsAction)]
+    after = [a for a in own if not isinstance(a, RewriteManifestsAction)]
     if policy.retention is not None:
         more, also = plan_retention(policy.retention, st.retention, version=state.version, now=now)
-        actions, skips = [*actions, *more], [*skips, *also]
-    return replace(planned, actions=(*planned.actions, *actions), skipped=(*planned.skipped, *skips))
+        after, skips = [*after, *more], [*skips, *also]
+    return replace(planned, actions=(*manifests, *planned.actions, *after), skipped=(*planned.skipped, *skips))
 
 
 def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
