@@ -6,11 +6,13 @@ back from a pristine copy first (in both commands, so both pay it).
     python bench/iceberg_compare.py setup /tmp/icebench           # the table, the project, its plan
     /usr/bin/time -v python bench/iceberg_compare.py native /tmp/icebench      # then, in turn, pair by pair:
     /usr/bin/time -v python bench/iceberg_compare.py compactor /tmp/icebench
+    /usr/bin/time -v python bench/iceberg_compare.py local /tmp/icebench
 
 ``native``: one process starts Spark with Iceberg's runtime and CALLs ``system.rewrite_data_files`` on the
 table (its defaults: every partition's 10 files into one). ``compactor``: ``compactor apply`` of the plan
 made at setup (the same files, one output per partition), in a process of its own as a deploy pipeline
-runs it. Both check the row count afterwards."""
+runs it; ``local``: the same on the embedded default engine (no JVM: the table is v2, Parquet, no deletes,
+so the local engine commits it exactly). Each checks the rows afterwards (native: a count; compactor: its own verification before the commit)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def _session(root: Path):  # noqa: ANN202 - pyspark is optional for the package
 
 
 def _restore(root: Path) -> None:
-    for live, pristine in ((root / "ice", root / "pristine"), (root / "proj", root / "pristine-proj")):
+    for live, pristine in ((root / "ice", root / "pristine"), (root / "proj", root / "pristine-proj"),
+                           (root / "proj-local", root / "pristine-proj-local")):
         shutil.rmtree(live, ignore_errors=True)
         shutil.copytree(pristine, live)
 
@@ -53,19 +56,25 @@ def setup(root: Path) -> None:
                       id * 0.5 FROM range({i * rows}, {(i + 1) * rows}) DISTRIBUTE BY CAST(id % {PARTITIONS} AS INT)""")
     files = spark.sql(f"SELECT count(*) FROM {t}.files").collect()[0][0]
     spark.stop()
-    proj = root / "proj"
+    for proj, engine in ((root / "proj", "spark"), (root / "proj-local", "local")):
+        _project(proj, cat.uri, cat.warehouse, engine)
+    shutil.copytree(root / "ice", root / "pristine")
+    print(f"{files} data files in {PARTITIONS} partitions; plan at {proj / 'target' / 'plan.json'}")
+
+
+def _project(proj: Path, uri: str, warehouse: str, engine: str) -> None:
+    """A project applying the table's plan with ``engine`` (its plan made now, kept pristine beside it)."""
     (proj / "policies").mkdir(parents=True)
     (proj / "compactor.yml").write_text("name: icebench\n")
+    spark = "      spark: {master: 'local[2]'}\n" if engine == "spark" else ""
     (proj / "profiles.yml").write_text(
-        f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: spark\n      spark: {{master: 'local[2]'}}\n"
-        f"      catalogs:\n        {CATALOG}: {{type: sql, uri: \"{cat.uri}\", warehouse: \"{cat.warehouse}\"}}\n")
+        f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: {engine}\n{spark}"
+        f"      catalogs:\n        {CATALOG}: {{type: sql, uri: \"{uri}\", warehouse: \"{warehouse}\"}}\n")
     (proj / "policies" / "t.yml").write_text(
         f"version: 1\ntables:\n  - name: t\n    format: iceberg\n    catalog: {{name: {CATALOG}, namespace: db, table: t}}\n"
         "    compaction: {target_file_size: 512MiB, triggers: {min_input_files: 2}}\n")
     subprocess.run([sys.executable, "-m", "compactor", "plan", "--project-dir", str(proj)], check=True)
-    shutil.copytree(root / "ice", root / "pristine")
-    shutil.copytree(proj, root / "pristine-proj")
-    print(f"{files} data files in {PARTITIONS} partitions; plan at {proj / 'target' / 'plan.json'}")
+    shutil.copytree(proj, proj.with_name(f"pristine-{proj.name}"))
 
 
 def native(root: Path) -> None:
@@ -78,9 +87,9 @@ def native(root: Path) -> None:
     print(f"native: {out[0]} -> {out[1]} files, {n} rows, {time.perf_counter() - start:.1f}s")
 
 
-def compactor(root: Path) -> None:
+def compactor(root: Path, project: str = "proj") -> None:
     _restore(root)
-    proj = root / "proj"
+    proj = root / project
     r = subprocess.run([sys.executable, "-m", "compactor", "apply", str(proj / "target" / "plan.json"),
                         "--project-dir", str(proj)], capture_output=True, text=True)
     if r.returncode != 0:
@@ -89,4 +98,5 @@ def compactor(root: Path) -> None:
 
 
 if __name__ == "__main__":
-    {"setup": setup, "native": native, "compactor": compactor}[sys.argv[1]](Path(sys.argv[2]))
+    {"setup": setup, "native": native, "compactor": compactor,
+     "local": lambda root: compactor(root, "proj-local")}[sys.argv[1]](Path(sys.argv[2]))

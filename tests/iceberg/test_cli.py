@@ -60,12 +60,13 @@ def test_plan_apply_replaces_exactly_the_planned_bins_and_converges(tmp_path: Pa
     t.refresh()
     from pyiceberg.table.snapshots import ancestors_of
 
-    chain = []  # the snapshots since the planned one: one replace per action
+    chain = []  # the snapshots since the planned one: one replace per commit group (the default's: all)
     for snap in ancestors_of(t.current_snapshot(), t.metadata):
         if snap.snapshot_id == planned.snapshot_id:
             break
         chain.append(snap)
-    assert len(chain) == len(project.table_plan()["actions"])
+    assert len(chain) == 1
+    assert {x["table_version_after"] for x in project.results()} == {chain[0].snapshot_id}
     assert all(s.summary is not None and s.summary.operation.value == "replace" for s in chain)
     assert rows(t) == before and rows(t, planned.snapshot_id) == before
     after = state_of(t, f"db.{kind}")
@@ -107,6 +108,39 @@ def test_an_overwrite_of_a_planned_file_makes_its_action_stale_and_commits_nothi
     assert [x["status"] for x in project.results()] == ["stale"]
     t.refresh()
     assert t.current_snapshot() == head and rows(t) == before  # nothing committed
+    assert _leftovers(t) == []
+
+
+@pytest.mark.parametrize("when", ["before_apply", "while_rewriting"])
+def test_a_stale_action_is_left_out_and_the_rest_of_its_commit_group_commits(
+        tmp_path: Path, when: str) -> None:
+    """Two partitions' actions in one commit group; another writer overwrites a planned file of the first
+    (before the apply, or after the outputs are written): that action is stale, its output deleted through
+    the gate, and the other one commits alone in one replace snapshot."""
+    from compactor.runtime import faults
+
+    t = make_table(tmp_path, "identity_int")
+    project = Project.make(tmp_path, "identity_int")
+    assert project.cli("plan").exit_code == 0
+    first, second = project.table_plan()["actions"]
+    target = first["bins"][0][0]
+    if when == "before_apply":
+        overwrite_file(t, target)
+    previous = faults.set_hook(
+        (lambda name: overwrite_file(t, target) if name == "iceberg.outputs_written" else None)
+        if when == "while_rewriting" else None)
+    try:
+        r = project.cli("apply", str(project.plan_file))
+    finally:
+        faults.set_hook(previous)
+    assert r.exit_code == 0, r.output
+    assert [x["status"] for x in project.results()] == ["stale", "success"]
+    t.refresh()
+    snap = t.current_snapshot()
+    assert snap is not None and snap.summary is not None and snap.summary.operation.value == "replace"
+    live = {f.path for f in state_of(t, "db.identity_int").files}
+    assert not {p for b in second["bins"] for p in b} & live  # the fresh action's files replaced
+    assert {p for b in first["bins"] for p in b if p != target} <= live  # the stale one's untouched
     assert _leftovers(t) == []
 
 

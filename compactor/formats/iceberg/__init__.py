@@ -82,11 +82,11 @@ class IcebergFormat:
         return run_action(action, ctx)
 
     def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
-        from compactor.formats.iceberg.run import SPARK_GROUP
+        from compactor.formats.iceberg.run import COMPACT_GROUP
         from compactor.planning.actions import CompactAction
 
-        # the spark engine commits a group's bins as one snapshot; the local engine one snapshot per action
-        return SPARK_GROUP if isinstance(action, CompactAction) and engine().name == "spark" else None
+        # either engine commits a group's bins as one snapshot (run.py run_group)
+        return COMPACT_GROUP if isinstance(action, CompactAction) else None
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         from compactor.formats.iceberg.run import run_group

@@ -22,7 +22,7 @@ position deletes that applied to the inputs (already applied in the outputs) do 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -144,6 +144,15 @@ def stale_by_group(table: Table, planned: IcebergState, groups: Sequence[Sequenc
         return [[] for _ in groups]
     live = read_live(md, table.io, head.snapshot_id, planned.identifier)
     return [_changed(planned.live, live, removed, head.snapshot_id) for removed in groups]
+
+
+def stale_actions(table: Table, planned: IcebergState, groups: Sequence[Sequence[str]],
+                  skip: Collection[int] = ()) -> dict[int, StaleReplaceError]:
+    """``stale_by_group`` as the error of each stale group (by index; those in ``skip`` aside): the actions
+    a commit group leaves out (the local engine's commit then validates the rest again: ``replace``)."""
+    return {i: StaleReplaceError(f"{planned.identifier}: not committed, the plan is stale: {'; '.join(p)}",
+                                 hint="plan again")
+            for i, p in enumerate(stale_by_group(table, planned, groups)) if p and i not in skip}
 
 
 def _changed(planned: LiveFiles, head: LiveFiles, removed: Sequence[str], head_id: int) -> list[str]:

@@ -22,7 +22,7 @@ from compactor.formats.iceberg.live import stranded_deletes
 from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.recovery import recover
 from compactor.formats.iceberg.references import delete_unreferenced
-from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_by_group
+from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_actions
 from compactor.formats.iceberg.rewrite import verify_output
 from compactor.formats.iceberg.spark import java_table
 from compactor.formats.iceberg.spark_rewrite import SparkBin, SparkRewrite, check_runtime
@@ -61,13 +61,6 @@ DEFAULT_BINS_PER_JOB = 25
 CONCURRENT_JOBS = 2
 
 
-def _stale(table: Table, st: IcebergState, actions: Sequence[CompactAction]) -> dict[int, StaleReplaceError]:
-    """The actions (by index) a change to ``table`` since planning made stale, with why."""
-    problems = stale_by_group(table, st, [a.input_paths for a in actions])
-    return {i: StaleReplaceError(f"{st.identifier}: not committed, the plan is stale: {'; '.join(p)}",
-                                 hint="plan again") for i, p in enumerate(problems) if p}
-
-
 def _batches(bins: Sequence[tuple[str, ...]], st: IcebergState, per_job: int | None) -> list[list[tuple[str, ...]]]:
     """The bins in jobs of at most ``per_job`` (the profile's ``max_concurrent_rewrites``; 1: one bin per job),
     each job's bins of one partition spec (a job writes into one spec)."""
@@ -88,7 +81,7 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
     entry = ActionJournal(location.uri, ctx.commit_metadata.get("compactor.run_id", ""), key, st.snapshot_id,
                           owned=[rel], storage_options=location.storage_options)
     table.refresh()  # actions a change since planning already made stale are not rewritten at all
-    stale = _stale(table, st, actions)
+    stale = stale_actions(table, st, [a.input_paths for a in actions])
     if len(stale) == len(actions):
         raise next(iter(stale.values()))
     planned_bins = [tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins]
@@ -119,7 +112,7 @@ def _run(actions: Sequence[CompactAction], ctx: ActionContext, st: IcebergState,
             bins = [done_bins[paths] for paths in planned_bins]
             crash_point("iceberg.outputs_written")
             table.refresh()  # and again right before the commit: the rewrite took time
-            stale.update(_stale(table, st, actions))
+            stale.update(stale_actions(table, st, [a.input_paths for a in actions]))
             if len(stale) == len(actions):
                 raise next(iter(stale.values()))
             fresh = {tuple(b) for i, a in enumerate(actions) if i not in stale for b in a.bins}
