@@ -110,7 +110,7 @@ def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.dateti
     manifests = [a for a in own if isinstance(a, RewriteManifestsAction)]
     after = [a for a in own if not isinstance(a, RewriteManifestsAction)]
     if policy.retention is not None:
-        more, also = plan_retention(policy.retention, st.retention, version=state.version, now=now)
+        more, also = plan_retention(policy.retention, st.retention, version=state.version, now=now, engine=engine)
         after, skips = [*after, *more], [*skips, *also]
     return replace(planned, actions=(*manifests, *planned.actions, *after), skipped=(*planned.skipped, *skips))
 

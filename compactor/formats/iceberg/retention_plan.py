@@ -68,9 +68,10 @@ def horizon_ms(now: dt.datetime, older_than: int) -> int:
 
 
 def plan_retention(retention: Retention, facts: RetentionFacts | None, *, version: int | None,
-                   now: dt.datetime) -> tuple[list[Action], list[Skip]]:
-    """The retention actions of one table, or skips saying why not (either engine runs them: through
-    pyiceberg, no JVM)."""
+                   now: dt.datetime, engine: str = "local") -> tuple[list[Action], list[Skip]]:
+    """The retention actions of one table, or skips saying why not (either engine runs them through
+    pyiceberg, no JVM; the spark engine expires a v3 table's snapshots with Iceberg's Java library:
+    spark_expire.py)."""
     e, o = retention.expire_snapshots, retention.remove_orphan_files
     if not (e.enabled or o.enabled):
         return [], []
@@ -79,7 +80,7 @@ def plan_retention(retention: Retention, facts: RetentionFacts | None, *, versio
         return [], [Skip(SkipReason.UNREADABLE, None, {}, f"retention: {why}")]
     actions: list[Action] = []
     skips: list[Skip] = []
-    for act, skip in (_expire(e, facts, version, now) if e.enabled else (None, None),
+    for act, skip in (_expire(e, facts, version, now, engine) if e.enabled else (None, None),
                       _orphans(o, facts, version, now) if o.enabled else (None, None)):
         if act is not None:
             actions.append(act)
@@ -92,14 +93,14 @@ def expiry_refusal(format_version: int) -> str | None:
     """Why pyiceberg cannot commit an expiry to a table of ``format_version``, or None."""
     if format_version > MAX_FORMAT_VERSION:
         return (f"the table is an Iceberg format-version {format_version} table: pyiceberg 0.12 cannot write its "
-                "metadata, so the local engine does not expire its snapshots")
+                "metadata, so the local engine does not expire its snapshots (the spark engine does, with Iceberg's own library)")
     return None
 
 
-def _expire(e: ExpireSnapshots, facts: RetentionFacts, version: int | None,
-            now: dt.datetime) -> tuple[Action | None, Skip | None]:
+def _expire(e: ExpireSnapshots, facts: RetentionFacts, version: int | None, now: dt.datetime,
+            engine: str) -> tuple[Action | None, Skip | None]:
     refusal = expiry_refusal(facts.format_version)
-    if refusal is not None:
+    if refusal is not None and engine != "spark":
         return None, Skip(SkipReason.UNSUPPORTED, None, {}, f"expire_snapshots: {refusal}")
     horizon = horizon_ms(now, e.older_than)
     expired = expirable(facts.current_id, facts.snapshots, facts.refs, horizon_ms=horizon, retain_last=e.retain_last)

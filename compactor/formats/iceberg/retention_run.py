@@ -44,6 +44,7 @@ from compactor.formats.iceberg.retention_read import (
     metadata_folder,
 )
 from compactor.models.results import ActionDetails
+from compactor.runtime import clock
 from compactor.runtime.deletion import Deletion, delete_proved
 from compactor.runtime.storage import locate, storage_for
 
@@ -73,7 +74,8 @@ def _expire(action: ExpireSnapshotsAction, ctx: ActionContext) -> ActionOutcome:
     location = ctx.location
     table, name = open_location(location)
     refusal = expiry_refusal(int(table.metadata.format_version))
-    if refusal is not None:
+    spark = getattr(ctx.engine(), "spark", None) if refusal is not None and ctx.table.engine == "spark" else None
+    if refusal is not None and spark is None:
         raise UnsupportedTableError(f"{name}: {refusal}; nothing was committed")
     before = table.metadata.current_snapshot_id
     ids = sorted(set(action.snapshots))
@@ -81,7 +83,12 @@ def _expire(action: ExpireSnapshotsAction, ctx: ActionContext) -> ActionOutcome:
     named = _named_by(snapshots, manifests, set(ids))
     if ctx.fence is not None:
         ctx.fence()
-    expire(table, ids, name, check=lambda md: _held(md, action))  # stale: nothing committed
+    if spark is not None:  # a v3 table: Iceberg's own expiry in the session, by id only, deleting nothing
+        from compactor.formats.iceberg.spark_expire import expire_in_jvm
+
+        expire_in_jvm(spark, location, table, ids, name, lambda md: _held(md, action), now_ms=int(clock.wall() * 1000))
+    else:
+        expire(table, ids, name, check=lambda md: _held(md, action))  # stale: nothing committed
     table.refresh()
     left = sorted(set(ids) & {s.snapshot_id for s in table.metadata.snapshots})
     if left:
