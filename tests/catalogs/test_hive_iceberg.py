@@ -131,3 +131,44 @@ def test_a_metastore_that_does_not_answer_is_exit_1_with_one_line(tmp_path: Path
     assert "Traceback" not in r.stderr
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if f"hive at thrift://127.0.0.1:{port}" in ln]
     assert len(lines) == 1 and "cannot load table ice.events_day" in lines[0], r.stdout + r.stderr
+
+
+@pytest.mark.spark
+@pytest.mark.iceberg_jars
+@pytest.mark.delta_jars
+def test_the_spark_engine_rewrites_a_hive_named_iceberg_table_through_icebergs_hive_catalog(
+        metastore: Metastore, iceberg_spark: Any, tmp_path: Path) -> None:
+    """The spark engine loads the table through Iceberg's Java HiveCatalog on the same metastore (Spark's own
+    Hive client) and commits its replace under the metastore's lock; pyiceberg reads the same rows after."""
+    from click.testing import CliRunner
+
+    from compactor.cli import cli
+
+    cat = hive_catalog(metastore)
+    write_table(cat, "ice.events_spark", "identity_int")
+    table = cat.load_table("ice.events_spark")
+    before, planned = rows(table), table.current_snapshot().snapshot_id
+    proj = _project(tmp_path / "proj", _served(metastore), named("grp", "meta", "events_spark"))
+    profiles = proj / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace("engine: local", "engine: spark"))
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, [*args, "--project-dir", str(proj)], catch_exceptions=False)
+
+    r = run("plan")
+    assert r.exit_code == 0, r.output
+    plan = _tables(proj)["grp"]
+    assert plan["engine"] == "spark" and plan["actions"], plan
+    planned_paths = {p for a in plan["actions"] for b in a["bins"] for p in b}
+    r = run("apply", str(proj / "target" / "plan.json"))
+    assert r.exit_code == 0, r.output
+    results = json.loads((proj / "target" / "run_results.json").read_text())["results"]
+    assert {x["status"] for x in results} == {"success"}, results
+    table = hive_catalog(metastore).load_table("ice.events_spark")
+    snap = table.current_snapshot()
+    assert snap.summary.operation.value == "replace" and snap.parent_snapshot_id == planned
+    live = {t.file.file_path for t in table.scan().plan_files()}
+    assert not planned_paths & live and all("/data/compactor-" in p for p in live if p not in planned_paths)
+    assert rows(table) == before
+    r = run("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output

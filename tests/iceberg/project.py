@@ -1,5 +1,5 @@
-"""A compactor project whose target declares the tests' SQL catalog (sqlite under tmp_path) and a policy for
-one Iceberg table of it, run through the CLI in this process (click's CliRunner), as the other CLI tests do."""
+"""A compactor project whose target declares the tests' SQL catalog (sqlite under tmp_path), or a REST catalog,
+and a policy for one Iceberg table of it, run through the CLI in this process (click's CliRunner), as the other CLI tests do."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ def profiles(tmp_path: Path, engine: str = "local", catalog: str = "cat") -> str
     s = settings(tmp_path)
     return (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: {engine}\n      catalogs:\n"
             f"        {catalog}: {{type: sql, uri: \"{s.uri}\", warehouse: \"{s.warehouse}\"}}\n")
+
+
+def rest_profiles(uri: str, engine: str = "local", catalog: str = "cat", **options: str) -> str:
+    """A target whose catalog ``catalog`` is the Iceberg REST catalog at ``uri`` (and ``options``:
+    ``credential``, ``warehouse``, ...)."""
+    more = "".join(f", {k}: \"{v}\"" for k, v in options.items())
+    return (f"default:\n  target: dev\n  outputs:\n    dev:\n      engine: {engine}\n      catalogs:\n"
+            f"        {catalog}: {{type: rest, uri: \"{uri}\"{more}}}\n")
 
 
 def policy(table: str, catalog: str = "cat", extra: str = "") -> str:

@@ -112,6 +112,18 @@ def register_catalog(spark: Any, root: Path, name: str | None = None, namespace:
     return cat
 
 
+def register_rest_catalog(spark: Any, uri: str, name: str | None = None, namespace: str | None = "db") -> str:
+    """Iceberg's REST catalog at ``uri`` registered in the running session under ``name`` (default: a fresh
+    ``rest_<hex>``), with ``namespace`` created; returns the name."""
+    name = name or f"rest_{uuid.uuid4().hex[:10]}"
+    base = f"spark.sql.catalog.{name}"
+    for k, v in {base: ICEBERG_CLASS, f"{base}.type": "rest", f"{base}.uri": uri}.items():
+        spark.conf.set(k, v)
+    if namespace:
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.{namespace}")
+    return name
+
+
 def pyiceberg_catalog(cat: JdbcCatalog) -> Any:
     """pyiceberg's ``SqlCatalog`` over the same database, under the same name (compactor's opener)."""
     from compactor.runtime.iceberg_catalog import open_catalog

@@ -136,6 +136,22 @@ def rows(table: Table, snapshot_id: int | None = None) -> list[tuple[Any, ...]]:
     return sorted((tuple(r.values()) for r in data.to_pylist()), key=repr)
 
 
+def _local(uri: str) -> str:
+    """The local path of a ``file:`` URI (``file:/x`` as Hadoop writes it, ``file:///x`` as pyiceberg does)."""
+    return uri.removeprefix("file:").removeprefix("//")
+
+
+def leftovers(table: Table) -> list[str]:
+    """Parquet files under the table (on local disk) no snapshot references (orphans), and the journal
+    entries left in its ``_compactor/journal``."""
+    from compactor.formats.iceberg.references import referenced_paths
+
+    root = Path(_local(table.location()))
+    refs = {_local(p) for p in referenced_paths(table)}
+    orphans = [p.as_posix() for p in root.rglob("*.parquet") if p.as_posix() not in refs]
+    return orphans + [p.name for p in (root / "_compactor" / "journal").glob("*.json")]
+
+
 def bins_by_partition(files: Iterable[Any], min_files: int = 2) -> list[list[str]]:
     """The paths of each (spec, partition) with at least ``min_files`` files: one bin each."""
     groups: dict[Any, list[str]] = {}

@@ -14,15 +14,13 @@ import pytest
 
 pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
 
-from pyiceberg.table import Table  # noqa: E402
-
-from compactor.formats.iceberg.references import referenced_paths  # noqa: E402
 from compactor.formats.iceberg.state import state_of  # noqa: E402
 from tests.iceberg.project import Project, policy, profiles  # noqa: E402
 from tests.iceberg.tables import (  # noqa: E402
     append,
     catalog,
     commit_position_deletes,
+    leftovers,
     make_table,
     overwrite_file,
     rows,
@@ -74,7 +72,7 @@ def test_plan_apply_replaces_exactly_the_planned_bins_and_converges(tmp_path: Pa
     assert {f.path for f in planned.files} - {f.path for f in after.files} == removed
     assert len({f.path for f in after.files} - {f.path for f in planned.files}) == len(bins)
 
-    assert _leftovers(t) == []
+    assert leftovers(t) == []
 
     r = project.cli("plan", "--detailed-exitcode")
     assert r.exit_code == 0, r.output
@@ -108,7 +106,7 @@ def test_an_overwrite_of_a_planned_file_makes_its_action_stale_and_commits_nothi
     assert [x["status"] for x in project.results()] == ["stale"]
     t.refresh()
     assert t.current_snapshot() == head and rows(t) == before  # nothing committed
-    assert _leftovers(t) == []
+    assert leftovers(t) == []
 
 
 @pytest.mark.parametrize("when", ["before_apply", "while_rewriting"])
@@ -141,15 +139,7 @@ def test_a_stale_action_is_left_out_and_the_rest_of_its_commit_group_commits(
     live = {f.path for f in state_of(t, "db.identity_int").files}
     assert not {p for b in second["bins"] for p in b} & live  # the fresh action's files replaced
     assert {p for b in first["bins"] for p in b if p != target} <= live  # the stale one's untouched
-    assert _leftovers(t) == []
-
-
-def _leftovers(t: Table) -> list[str]:
-    """Parquet files under the table no snapshot references (orphans), and journal entries left."""
-    root = Path(t.location().removeprefix("file://"))
-    refs = {p.removeprefix("file://") for p in referenced_paths(t)}
-    orphans = [p.as_posix() for p in root.rglob("*.parquet") if p.as_posix() not in refs]
-    return orphans + [p.name for p in (root / "_compactor" / "journal").glob("*.json")]
+    assert leftovers(t) == []
 
 
 def test_a_table_with_position_deletes_is_skipped_on_the_local_engine_naming_the_spark_engine(tmp_path: Path) -> None:
@@ -239,4 +229,4 @@ def test_a_delete_after_planning_is_refused_at_the_commit_and_its_outputs_discar
     assert result["status"] == "stale" and "delete files" in result["error"], result
     t.refresh()
     assert t.current_snapshot() == head and rows(t) == before
-    assert _leftovers(t) == []
+    assert leftovers(t) == []

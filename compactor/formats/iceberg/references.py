@@ -75,4 +75,11 @@ def delete_unreferenced(table: Table, paths: Sequence[str],
     gate = IcebergReferences(table, storage_options)
     names = [locate(p, storage_options)[1] for p in paths]
     present = [n for n in names if storage.exists(n)]
-    return delete_proved(storage, gate, present)
+    done = delete_proved(storage, gate, present)
+    if storage.kind == "local":  # Hadoop's local file system wrote a checksum beside each file Spark wrote
+        for name in done.deleted:
+            folder, _, base = name.rpartition("/")
+            checksum = f"{folder}/.{base}.crc" if folder else f".{base}.crc"
+            if storage.exists(checksum):
+                storage.delete(checksum)
+    return done

@@ -1,7 +1,8 @@
 """Iceberg in the spark engine's session: what the session needs (Iceberg's Spark runtime for the installed
 pyspark's Spark line, its SQL extension, the sqlite JDBC driver of SQL catalogs on sqlite), and the table
 as Iceberg's Java library loads it from the same catalog pyiceberg reads (``java_table``): a SQL catalog
-becomes Iceberg's JDBC catalog over the same database, a REST catalog the same REST server.
+becomes Iceberg's JDBC catalog over the same database, a REST catalog the same REST server, a Hive catalog
+Iceberg's HiveCatalog on the same metastore (through the Hive client Spark ships).
 
 Iceberg's runtime is tested at ``ICEBERG_VERSION`` (spark_rewrite.py uses its rewrite internals and
 refuses another version). Over Spark Connect there is no JVM in this process: the Iceberg path refuses."""
@@ -18,6 +19,7 @@ from compactor.engines.spark_needs import SparkNeeds
 from compactor.errors import UnsupportedTableError
 from compactor.models.table import TableLocation
 from compactor.runtime.iceberg_catalog import (
+    HiveCatalogSettings,
     IcebergCatalogError,
     IcebergCatalogSettings,
     RestCatalogSettings,
@@ -81,12 +83,15 @@ def _jdbc(uri: str) -> dict[str, str]:
 
 def java_catalog_properties(settings: IcebergCatalogSettings) -> dict[str, str]:
     """The properties Iceberg's Java ``CatalogUtil.buildIcebergCatalog`` opens the same catalog with."""
-    if not isinstance(settings, SqlCatalogSettings | RestCatalogSettings):
-        raise IcebergCatalogError(f"{describe(settings)}: the spark engine opens Iceberg tables of sql and rest "
+    if not isinstance(settings, SqlCatalogSettings | RestCatalogSettings | HiveCatalogSettings):
+        raise IcebergCatalogError(f"{describe(settings)}: the spark engine opens Iceberg tables of sql, rest and hive "
                                   f"catalogs (a {settings.kind} catalog's tables are compacted by the local engine)")
     props = {str(k): str(v) for k, v in settings.properties.items()}
     if settings.warehouse is not None:
         props["warehouse"] = settings.warehouse
+    if isinstance(settings, HiveCatalogSettings):  # Iceberg's HiveCatalog, through Spark's Hive client jars
+        props.update(type="hive", uri=settings.uri)
+        return props
     if isinstance(settings, RestCatalogSettings):
         props.update(type="rest", uri=settings.uri)
         if settings.credential is not None:
