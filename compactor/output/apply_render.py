@@ -37,6 +37,8 @@ class ProgressPrinter:
         self.bins_printed: dict[str, float] = {}
         #: the results whose error line was printed (the run's summary does not print it again)
         self.shown: set[int] = set()
+        #: the last note printed (a commit group's members share theirs: it is printed once)
+        self.last_note: str | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
         match event:
@@ -78,6 +80,7 @@ class ProgressPrinter:
                                f"{how}{': ' + safe(r.error) if r.error else ''}", highlight=False)
             if r.status == "success":
                 self.done_bytes += r.bytes_removed
+                self._note(d.note)
             return
         if d.dry_run and r.status == "skipped" and d.would_rewrite_files is not None:
             self.console.print(f"    -> would rewrite {d.would_rewrite_files} file(s) (dry run: "
@@ -89,10 +92,17 @@ class ProgressPrinter:
                 self.done_bytes += r.bytes_removed
             self.console.print(f"    -> ok: {r.files_removed} -> {r.files_added} file(s), {r.duration_s:.2f}s "
                                f"(total rewritten {format_size(self.done_bytes)})", highlight=False)
+            self._note(d.note)
         if d.kept:  # the deletion gate's (runtime/deletion.py): listed, but referenced when it came to deleting
             path, why = next(iter(d.kept.items()))
             self.console.print(f"    kept {len(d.kept)} listed file(s) the table references now, e.g. {safe(path)}: "
                                f"{safe(why)} (run_results.json names each)", highlight=False)
+
+    def _note(self, note: str | None) -> None:
+        """What the format says of a successful action beyond its counts (a native method's semantics)."""
+        if note and note != self.last_note:
+            self.console.print(f"    note: {safe(note)}", highlight=False, soft_wrap=True)
+        self.last_note = note
 
     def _bins(self, e: BinsDone) -> None:
         """At most one line every BINS_EVERY_S per table, and the last bin."""

@@ -137,9 +137,10 @@ class Compaction:
     quiet_period: int | None = None
     budget: Budget = field(default_factory=Budget)
     order: Order = "benefit"
-    #: spark engine only: "rewrite" (Spark rewrites, delta-rs commits), "optimize" (native delta-spark
-    #: OPTIMIZE, needs the Delta jars), "auto" (rewrite, and optimize where only delta-spark can do the job:
-    #: formats/delta/context.only_native_can). The local engine always rewrites.
+    #: spark engine only: "rewrite" (Spark rewrites, compactor commits), "optimize" (the format's native
+    #: compaction: delta-spark OPTIMIZE, needs the Delta jars; Iceberg's rewrite_data_files), "auto" (rewrite,
+    #: and for Delta optimize where only delta-spark can do the job: formats/delta/context.only_native_can).
+    #: The local engine always rewrites Delta tables and skips Iceberg's optimize (formats/iceberg/plan.py).
     method: Method = "auto"
     #: Iceberg's own maintenance, planned whatever ``enabled`` says of the data files (each has its own switch)
     position_deletes: PositionDeletes = field(default_factory=PositionDeletes)

@@ -31,7 +31,7 @@ def _one_line_error(out: str) -> None:
     assert "Traceback" not in out, out
 
 
-@pytest.mark.parametrize("kind", ["identity_int", "unpartitioned", "day"])
+@pytest.mark.parametrize("kind", ["identity_int", "unpartitioned", "day", "schema_evolution"])
 def test_plan_apply_replaces_exactly_the_planned_bins_and_converges(tmp_path: Path, kind: str) -> None:
     t = make_table(tmp_path, kind)
     before = rows(t)

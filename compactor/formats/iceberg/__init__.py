@@ -6,9 +6,10 @@ actions.py), rewritten bin by bin with the local engine (rewrite.py, support.py)
 pyiceberg's private API); run.py journals it (recovery.py, references.py: the deletion gate). The spark
 engine rewrites each bin through Iceberg's own Spark rewrite and commits through its ``RewriteFiles``
 (spark.py: the session's needs and the Java table; spark_rewrite.py, the one module pinned to Iceberg's
-runtime; spark_run.py). Its own maintenance (position delete files and manifests rewritten by Iceberg's Spark
-actions: maintenance_actions.py, maintenance_plan.py, maintenance_run.py) and its retention (retention_*.py,
-expire.py) are planned after the compaction."""
+runtime; spark_run.py), or, with ``compaction.method: optimize``, runs Iceberg's own RewriteDataFiles scoped
+to the planned partitions (spark_native.py, native_scope.py). Its own maintenance (position delete files and
+manifests rewritten by Iceberg's Spark actions: maintenance_actions.py, maintenance_plan.py,
+maintenance_run.py) and its retention (retention_*.py, expire.py) are planned after the compaction."""
 
 from __future__ import annotations
 
@@ -82,11 +83,11 @@ class IcebergFormat:
         return run_action(action, ctx)
 
     def group_key(self, action: Action, state: TableState, engine: Any, table: TableLocation) -> Any:
-        from compactor.formats.iceberg.run import COMPACT_GROUP
-        from compactor.planning.actions import CompactAction
+        from compactor.formats.iceberg.run import group_key
 
-        # either engine commits a group's bins as one snapshot (run.py run_group)
-        return COMPACT_GROUP if isinstance(action, CompactAction) else None
+        # either engine commits a group's bins as one snapshot (run.py run_group); method optimize: one
+        # rewrite_data_files per group on the spark engine (the local engine refuses it)
+        return group_key(action)
 
     def run_group(self, actions: tuple[Action, ...], ctx: ActionContext) -> list[Any]:
         from compactor.formats.iceberg.run import run_group

@@ -17,7 +17,13 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from compactor.formats.iceberg.actions import LATER, IcebergSkipReason
+from compactor.formats.iceberg.actions import (
+    LATER,
+    NATIVE_NEEDS_SPARK,
+    NATIVE_REWRITE,
+    NATIVE_SEMANTICS,
+    IcebergSkipReason,
+)
 from compactor.formats.iceberg.maintenance_actions import RewriteManifestsAction
 from compactor.formats.iceberg.maintenance_plan import partition_values, plan_maintenance
 from compactor.formats.iceberg.read import iceberg_state
@@ -26,6 +32,7 @@ from compactor.formats.iceberg.support import table_problem
 from compactor.formats.iceberg.where import source_columns, source_filter
 from compactor.models.state import TableState
 from compactor.planning.bins import BIN_MODELS
+from compactor.planning.explain import NEEDS
 from compactor.planning.partitions import plan_partitions
 from compactor.planning.plan import Skip, SkipReason, TablePlan
 from compactor.planning.scope import partition_scope
@@ -131,6 +138,9 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
     reason = unsupported_reason(st, engine)
     if reason:
         return replace(base, files_after=state.file_count, skipped=(Skip(SkipReason.UNSUPPORTED, None, {}, reason),))
+    if engine == "local" and c.method == "optimize":
+        return replace(base, files_after=state.file_count,
+                       skipped=(Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_REWRITE}, NATIVE_NEEDS_SPARK),))
     scope = partition_scope(policy, state.partition_columns, column="partition field",
                             columns="the table's partition fields", sources=source_columns(st))
     if scope.problem is not None:
@@ -150,6 +160,8 @@ def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime
     actions, more = plan_partitions(state.files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
                                     version=state.version, where=where, eligible=eligible, scope=selected,
                                     forced=delete_candidates(st, c.triggers), forced_alone=True)
+    if c.method == "optimize":  # the spark engine's rewrite_data_files: what it does beyond the plan, said
+        actions = [replace(a, reason=f"{a.reason}; {NATIVE_SEMANTICS}") for a in actions]
     removed = sum(a.input_files - a.expected_output_files for a in actions)
     return replace(base, actions=tuple(actions), skipped=(*skips, *more), files_after=state.file_count - removed)
 

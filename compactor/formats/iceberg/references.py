@@ -77,9 +77,7 @@ def delete_unreferenced(table: Table, paths: Sequence[str],
     present = [n for n in names if storage.exists(n)]
     done = delete_proved(storage, gate, present)
     if storage.kind == "local":  # Hadoop's local file system wrote a checksum beside each file Spark wrote
-        for name in done.deleted:
-            folder, _, base = name.rpartition("/")
-            checksum = f"{folder}/.{base}.crc" if folder else f".{base}.crc"
-            if storage.exists(checksum):
-                storage.delete(checksum)
+        checksums = [f"{folder}/.{base}.crc" if folder else f".{base}.crc"
+                     for folder, _, base in (name.rpartition("/") for name in done.deleted)]
+        delete_proved(storage, gate, [c for c in checksums if storage.exists(c)])
     return done

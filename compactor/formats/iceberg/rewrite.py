@@ -145,15 +145,48 @@ def _partition_key(table: Table, batch: pa.Table) -> PartitionKey | None:
     return PartitionKey(field_values=values, partition_spec=spec, schema=schema)
 
 
-def _read(table: Table, state: IcebergState, paths: Sequence[str]) -> Iterator[tuple[str, pa.Table]]:
-    """Each input's rows after its position deletes, in the table's current schema, one file at a time."""
+#: arrow types a Parquet column reads back as either way (the cast to the table's schema makes them one)
+_SAME_TYPE = {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+
+
+def _columns(schema: pa.Schema | pa.StructType) -> tuple[tuple[str, str, object], ...]:
+    """Each column's name, field id and type, nested columns' too; nullability left out (the cast to the
+    table's schema checks it) and large and plain strings and binaries the same."""
+    out = []
+    for f in schema:
+        t = f.type
+        if pa.types.is_struct(t):
+            kind: object = _columns(t)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            kind = ("list", _columns(pa.schema([t.value_field])))
+        elif pa.types.is_map(t):
+            kind = ("map", _columns(pa.schema([t.key_field, t.item_field])))
+        else:
+            kind = str(_SAME_TYPE.get(t, t))
+        out.append((f.name, (f.metadata or {}).get(FIELD_ID, b"").decode(), kind))
+    return tuple(out)
+
+
+def _read(table: Table, state: IcebergState, paths: Sequence[str], target: pa.Schema) -> Iterator[tuple[str, pa.Table]]:
+    """Each input's rows after its position deletes, in the table's current schema, one file at a time. A file
+    with no deletes whose columns are the table's own (the same names, types and field ids, nested ones too:
+    ``target``) is read as it is (pyiceberg's projection of it is the identity, and costs several times the
+    read); any other goes through pyiceberg's scan."""
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.io.pyarrow import ArrowScan
 
     scan = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue())
+    want = _columns(target)
     for path in paths:
+        data = state.live.data[path]
         try:
-            yield path, scan.to_table([state.live.data[path].scan_task()])
+            if not data.deletes and data.file.file_format.value == "PARQUET":
+                with table.io.new_input(path).open() as f:
+                    rows = pq.read_table(f)
+                if _columns(rows.schema) == want:
+                    yield path, rows
+                    continue
+            yield path, scan.to_table([data.scan_task()])
         except Exception as e:  # pyiceberg, pyarrow and the FileIO raise many kinds
             raise ApplyError(f"cannot read {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
 
@@ -214,7 +247,7 @@ def rewrite_bin(table: Table, state: IcebergState, paths: Sequence[str], names: 
     out_path: str | None = None
     rows_read: list[int] = []
     try:
-        for path, rows in _read(table, state, paths):
+        for path, rows in _read(table, state, paths, target):
             rows_read.append(rows.num_rows)
             if rows.num_rows == 0:
                 continue

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from compactor.errors import ApplyError, CompactorError, StalePlanError, TableReadError
+from compactor.errors import ApplyError, CompactorError, StalePlanError, TableReadError, UnsupportedTableError
 from compactor.formats.base import ActionContext, ActionOutcome
+from compactor.formats.iceberg.actions import NATIVE_NEEDS_SPARK
 from compactor.formats.iceberg.local_run import run_compact_local
 from compactor.formats.iceberg.maintenance_actions import IcebergMaintenanceAction
 from compactor.formats.iceberg.read import iceberg_state, read_iceberg_state
@@ -65,12 +66,40 @@ def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOut
     planned, table = _read_planned(ctx, versions.pop())
     if ctx.dry_run:
         return [ActionOutcome(details=ActionDetails(dry_run=True)) for _ in actions]
+    natives = {uses_native(a) for a in compacts}
+    if len(natives) != 1:
+        raise ApplyError("an Iceberg commit group runs one method: compactor's rewrite or rewrite_data_files")
+    native = natives.pop()
     if ctx.table.engine == "spark":
         from compactor.formats.iceberg.spark_run import run_compact_spark
 
+        if native:
+            from compactor.formats.iceberg.spark_native import run_native
+
+            return list(run_native(compacts, ctx, planned, table))
         return list(run_compact_spark(compacts, ctx, planned, table))
+    if native:
+        raise UnsupportedTableError(f"{ctx.table.name}: {NATIVE_NEEDS_SPARK}",
+                                    hint="use a target whose engine is spark, or compaction.method rewrite")
     return run_compact_local(compacts, ctx, planned, table)
 
 
 #: the group key of compact actions that may share one commit (either engine)
 COMPACT_GROUP = "iceberg-compact"
+
+
+def uses_native(action: Action) -> bool:
+    """Whether ``action`` runs as Iceberg's rewrite_data_files: ``method: optimize``. ``auto`` (the default)
+    takes compactor's exact-bin rewrite: it rewrites everything the native rewrite can (every format
+    version, delete kind, file format and spec) and exactly the planned files."""
+    return isinstance(action, CompactAction) and action.method == "optimize"
+
+
+def group_key(action: Action) -> object:
+    """The commit group of ``action``: compactor's rewrite of any compact actions, or one rewrite_data_files
+    over the partitions of those with the same sizes (the spark engine's ``method: optimize``)."""
+    if not isinstance(action, CompactAction):
+        return None
+    if uses_native(action):
+        return ("iceberg-native", action.target_file_size, action.min_file_size)
+    return COMPACT_GROUP

@@ -91,7 +91,7 @@ def _name(path: str) -> str:
     return locate(path)[1]
 
 
-class _Lists:
+class JavaLists:
     """Java iterables as Python lists, through one looked-up class: py4j resolves a dotted class name one
     round trip per part, which made each conversion cost ~10 round trips (40 s for 1,000 files' deletes)."""
 
@@ -109,7 +109,7 @@ class SparkRewrite:
     def __init__(self, spark: Any, jtable: Any, planned: IcebergState, folder: str) -> None:
         self.spark, self.jvm = spark, spark._jvm
         self.jtable, self.planned, self.folder = jtable, planned, folder
-        self._list = _Lists(self.jvm)
+        self._list = JavaLists(self.jvm)
         snapshot_id = planned.snapshot_id
         if snapshot_id is None:
             raise StalePlanError(f"{planned.identifier}: the plan was made on a table without snapshots")
