@@ -77,6 +77,9 @@ class FormatSpec:
     retention_keys: frozenset[str] = frozenset()
     #: the keys of ``compaction.triggers`` that are this format's own, as ``retention_keys``
     trigger_keys: frozenset[str] = frozenset()
+    #: the keys of the ``compaction:`` block that are this format's own (its own maintenance, as YAML keys):
+    #: such a key on a table of any other format is a policy error
+    compaction_keys: frozenset[str] = frozenset()
     #: the policy's ``sink:`` block applies (a Structured Streaming file sink); every policy has one
     sink_settings: bool = False
     #: a policy may name the table by a catalog name instead of a path
@@ -102,7 +105,8 @@ BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("iceberg", "compactor.formats.iceberg", "compactor.formats.iceberg.actions",
                "compactor.formats.iceberg.probe", ("metadata",), yields_to=frozenset({"delta"}),
                strategies=frozenset({"bin_pack"}), retention_keys=frozenset({"expire_snapshots", "remove_orphan_files"}),
-               trigger_keys=frozenset({"max_deleted_rows_ratio", "delete_file_threshold"}), absolute_paths=True, catalog_only=True,
+               trigger_keys=frozenset({"max_deleted_rows_ratio", "delete_file_threshold"}),
+               compaction_keys=frozenset({"position_deletes", "manifests"}), absolute_paths=True, catalog_only=True,
                catalog_providers=frozenset({"iceberg"})),
 )
 

@@ -100,6 +100,10 @@ class Action:
     #: a dry run (`apply --dry-run`) runs it (writing nothing: it lists what it would do); others are only
     #: checked and reported
     runs_in_dry_run: ClassVar[bool] = False
+    #: the files it lists are the table's own metadata files, which the format's library rewrites (the
+    #: plan's check that no action names a file of the table's log does not apply to them; the format checks
+    #: at apply that they are exactly what the planned version held)
+    lists_metadata: ClassVar[bool] = False
 
     partition: Partition = field(default_factory=dict)
     input_files: int = 0

@@ -84,7 +84,7 @@ def action_problems(a: Action, policy: TablePolicy, table: TablePlan) -> list[st
     spec = format_spec(table.format)
     if spec is None:
         return [f"{table.format} is not a table format compactor knows"]
-    paths = {*a.input_paths, *a.digested_paths}
+    paths = {*a.input_paths, *(() if a.lists_metadata else a.digested_paths)}
     out += sorted({x for p in paths if (x := path_problem(p, absolute_ok=spec.absolute_paths)) is not None})
     out += a.policy_problems(policy)
     if a.type not in action_types(table.format):

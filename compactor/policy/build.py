@@ -190,6 +190,12 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
 
 def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
     p = "compaction"
+    for key in c:  # a format's own maintenance keys (``compaction_keys``) on another format's table
+        owners = [f.name for f in FORMATS if key in f.compaction_keys]
+        if owners and fmt not in owners:
+            ctx.error(f"{p}.{key}", "compaction_key_format",
+                      f"compaction.{key} is a setting of {' and '.join(owners)} tables: it does not apply to {fmt} "
+                      "tables", f"remove compaction.{key} from this table's policy (or its defaults)")
     target = ctx.size(c, "target_file_size", p, m.DEFAULT_TARGET_FILE_SIZE)
     if target is None:  # not a size (reported): check the rest against the default
         target = m.DEFAULT_TARGET_FILE_SIZE
@@ -243,6 +249,7 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
         lb = parts["lookback"]
         secs = ctx.duration(lb, "period", f"{p}.partitions.lookback", 0) or 0
         lookback = m.Lookback(column=lb["column"], seconds=secs, date_format=lb.get("format"))
+    pd, mf = c.get("position_deletes") or {}, c.get("manifests") or {}
     b = c.get("budget") or {}
     budget = m.Budget(max_bytes_per_run=ctx.size(b, "max_bytes_per_run", f"{p}.budget", None),
                       max_partitions_per_run=b.get("max_partitions_per_run"))
@@ -252,6 +259,9 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
         partitions=m.PartitionScope(where=where, lookback=lookback, skip_latest=parts.get("skip_latest", 0)),
         quiet_period=ctx.duration(c, "quiet_period", p, None), budget=budget,
         order=c.get("order", "benefit"), method=c.get("method", "auto"),
+        position_deletes=m.PositionDeletes(enabled=pd.get("enabled", False),
+                                           min_input_files=pd.get("min_input_files", m.DEFAULT_MIN_DELETE_FILES)),
+        manifests=m.Manifests(enabled=mf.get("enabled", False), min_count=mf.get("min_count", m.DEFAULT_MIN_MANIFESTS)),
     )
 
 

@@ -96,6 +96,30 @@ class Budget:
     max_partitions_per_run: int | None = None
 
 
+#: Iceberg's own defaults: ``min-input-files`` of rewrite_position_delete_files, and the table property
+#: ``commit.manifest.min-count-to-merge``
+DEFAULT_MIN_DELETE_FILES = 5
+DEFAULT_MIN_MANIFESTS = 100
+
+
+@dataclass(frozen=True)
+class PositionDeletes:
+    """``compaction.position_deletes`` (Iceberg): rewrite a partition's position delete files into few when it
+    holds at least ``min_input_files`` of them (the spark engine: Iceberg's rewrite_position_delete_files)."""
+
+    enabled: bool = False
+    min_input_files: int = DEFAULT_MIN_DELETE_FILES
+
+
+@dataclass(frozen=True)
+class Manifests:
+    """``compaction.manifests`` (Iceberg): rewrite the current snapshot's manifests of a partition spec when
+    it has at least ``min_count`` of them (the spark engine: Iceberg's rewrite_manifests)."""
+
+    enabled: bool = False
+    min_count: int = DEFAULT_MIN_MANIFESTS
+
+
 @dataclass(frozen=True)
 class Compaction:
     """A policy's ``compaction:`` block: strategy, file sizes, triggers, partition scope, budget and order."""
@@ -118,6 +142,9 @@ class Compaction:
     #: and for Delta optimize where only delta-spark can do the job: formats/delta/context.only_native_can).
     #: The local engine always rewrites Delta tables and skips Iceberg's optimize (formats/iceberg/plan.py).
     method: Method = "auto"
+    #: Iceberg's own maintenance, planned whatever ``enabled`` says of the data files (each has its own switch)
+    position_deletes: PositionDeletes = field(default_factory=PositionDeletes)
+    manifests: Manifests = field(default_factory=Manifests)
 
 
 @dataclass(frozen=True)
@@ -268,13 +295,17 @@ class TablePolicy:
 
     @property
     def maintenance(self) -> tuple[str, ...]:
-        """What the policy plans beside compaction, in `compactor ls`'s words: what its ``retention:`` block
+        """What the policy plans beside compaction, in `compactor ls`'s words: Iceberg's own maintenance its
+        ``compaction:`` block enables (position delete files, manifests), and what its ``retention:`` block
         enables (a VACUUM, snapshot expiry, orphan-file removal)."""
-        r = self.retention
+        c, r = self.compaction, self.retention
+        own = tuple(name for name, on in (("rewrite_manifests", c.manifests.enabled),
+                                          ("rewrite_position_deletes", c.position_deletes.enabled)) if on)
         if r is None:
-            return ()
-        return tuple(name for name, on in (("vacuum", r.vacuum.enabled), ("expire_snapshots", r.expire_snapshots.enabled),
-                                           ("remove_orphan_files", r.remove_orphan_files.enabled)) if on)
+            return own
+        return own + tuple(name for name, on in (
+            ("vacuum", r.vacuum.enabled), ("expire_snapshots", r.expire_snapshots.enabled),
+            ("remove_orphan_files", r.remove_orphan_files.enabled)) if on)
 
     def location(self, key: str) -> SourceRef:
         """Best known position of ``key`` (falls back to parents, then the table entry)."""

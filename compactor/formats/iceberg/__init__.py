@@ -7,7 +7,9 @@ pyiceberg's private API); run.py journals it (recovery.py, references.py: the de
 engine rewrites each bin through Iceberg's own Spark rewrite and commits through its ``RewriteFiles``
 (spark.py: the session's needs and the Java table; spark_rewrite.py, the one module pinned to Iceberg's
 runtime; spark_run.py), or, with ``compaction.method: optimize``, runs Iceberg's own RewriteDataFiles scoped
-to the planned partitions (spark_native.py, native_scope.py)."""
+to the planned partitions (spark_native.py, native_scope.py). Its own maintenance (position delete files and
+manifests rewritten by Iceberg's Spark actions: maintenance_actions.py, maintenance_plan.py,
+maintenance_run.py) and its retention (retention_*.py, expire.py) are planned after the compaction."""
 
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
 """Iceberg's plan words (PURE, imported by planning/vocabulary.py when one is first met): the shared
 ``compact`` action it runs, and its own skip reasons: the files the local engine (pyiceberg, no JVM) leaves
 alone, each naming why and that the spark engine does it; and its retention actions and their skip reasons
-(retention_actions.py)."""
+(retention_actions.py); and its own maintenance actions, rewriting position delete files and manifests, and their
+skip reasons (maintenance_actions.py)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
+from compactor.formats.iceberg.maintenance_actions import MAINTENANCE_ACTIONS, MAINTENANCE_SKIPS
 from compactor.formats.iceberg.retention_actions import RETENTION_ACTIONS, RETENTION_SKIPS
 from compactor.planning.actions import CompactAction
 from compactor.planning.skips import Remedy, SkipKind
@@ -37,8 +39,9 @@ class IcebergSkipReason(StrEnum):
 #: the ``needs`` detail of the local engine's skip of ``method: optimize``: the spark engine's native rewrite
 NATIVE_REWRITE = "iceberg_rewrite_data_files"
 
-register("iceberg", shared=(CompactAction,), actions=RETENTION_ACTIONS,
+register("iceberg", shared=(CompactAction,), actions=(*RETENTION_ACTIONS, *MAINTENANCE_ACTIONS),
          remedies={NATIVE_REWRITE: Remedy("spark", "Iceberg's rewrite_data_files", "compaction.method: optimize")},
          skips=(SkipKind(IcebergSkipReason.DELETE_FILES, f"apply with the spark engine: {LATER}"),
                 SkipKind(IcebergSkipReason.OLDER_SPEC, f"apply with the spark engine: {LATER}"),
-                SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}"), *RETENTION_SKIPS))
+                SkipKind(IcebergSkipReason.NOT_PARQUET, f"apply with the spark engine: {LATER}"), *RETENTION_SKIPS,
+                *MAINTENANCE_SKIPS))

@@ -6,4 +6,6 @@ CRASH_POINTS: dict[str, str] = {
     "iceberg.journal_written": "a compact action's journal entry is on storage; no output written yet",
     "iceberg.outputs_written": "every bin's output is written, named by the journal and verified; no commit yet",
     "iceberg.after_commit": "the replace snapshot is committed; the journal not yet closed",
+    "iceberg.maintenance_checked": "a maintenance action's inputs are checked against the table; Iceberg's own "
+                                   "action not yet run",
 }

@@ -63,6 +63,8 @@ class LiveFiles:
     data: Mapping[str, LiveDataFile]
     #: every live delete file by path (also those that apply to no live data file)
     deletes: Mapping[str, tuple[DataFile, int]]
+    #: the manifests the snapshot's manifest list names, in its order
+    manifests: tuple[ManifestFile, ...] = ()
 
     def delete_targets(self) -> dict[str, set[str]]:
         """Per live delete file, the live data files it applies to (by path)."""
@@ -137,7 +139,7 @@ def _read_live(metadata: TableMetadata, io: FileIO, snapshot_id: int | None, whe
         positions = index.for_data_file(seq, f, partition_key=f.partition)
         eq = tuple(d for d, dseq in equality if _equality_applies(d, dseq, f, seq))
         data[str(f.file_path)] = LiveDataFile(f, seq, tuple(sorted(positions, key=lambda d: str(d.file_path))), eq)
-    return LiveFiles(snapshot_id, data, deletes)
+    return LiveFiles(snapshot_id, data, deletes, tuple(manifests))
 
 
 def _referenced_paths(io: FileIO, delete: DataFile) -> set[str]:

@@ -3,10 +3,11 @@
 action's precondition version. A where or lookback on the source columns of the partitioning is projected
 through each spec's transforms (where.py) and the shared planner takes its verdict per partition. On the
 local engine the files it cannot rewrite exactly are left alone with Iceberg's own skip reasons (actions.py), one skip per partition holding some: files with delete files,
-files of an older partition spec, files not in Parquet (support.py says the same at apply, again). Then the
-policy's retention, after the compaction (retention_plan.py). A file over a delete trigger
-(``max_deleted_rows_ratio``, ``delete_file_threshold``: ``delete_candidates``) is a candidate whatever
-its size and is rewritten even alone, as Iceberg's rewrite_data_files does: the rewrite drops its deletes."""
+files of an older partition spec, files not in Parquet (support.py says the same at apply, again). A file over
+a delete trigger (``max_deleted_rows_ratio``, ``delete_file_threshold``: ``delete_candidates``) is a candidate
+whatever its size and is rewritten even alone, as Iceberg's rewrite_data_files does: the rewrite drops its
+deletes. Then Iceberg's own maintenance (maintenance_plan.py) and the policy's retention (retention_plan.py),
+after the compaction."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from compactor.formats.iceberg.actions import (
     NATIVE_SEMANTICS,
     IcebergSkipReason,
 )
-from compactor.formats.iceberg.read import SPEC_COLUMN, iceberg_state
+from compactor.formats.iceberg.maintenance_actions import RewriteManifestsAction
+from compactor.formats.iceberg.maintenance_plan import partition_values, plan_maintenance
+from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
 from compactor.formats.iceberg.support import table_problem
 from compactor.formats.iceberg.where import source_columns, source_filter
@@ -67,10 +70,7 @@ def _left_alone(state: TableState, st: IcebergState) -> tuple[pa.Array | None, l
         why = next((r for r, _, test in _LEFT_ALONE if test(f, st)), None)
         ok.append(why is None)
         if why is not None:
-            values: dict[str, str | None] = {c: None for c in state.partition_columns}
-            values.update({v.name: v.text for v in f.partition})
-            if SPEC_COLUMN in values:
-                values[SPEC_COLUMN] = str(f.spec_id)
+            values = partition_values(state.partition_columns, f.spec_id, f.partition)
             key = (why, tuple(values.items()))
             counts[key] = counts.get(key, 0) + 1
     if all(ok):
@@ -101,15 +101,25 @@ def delete_candidates(st: IcebergState, triggers: Triggers) -> pa.Array | None:
 
 
 def plan_iceberg_table(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:
-    """The table's compaction, then what its policy's retention plans (retention_plan.py)."""
+    """The table's compaction, then its own maintenance (maintenance_plan.py: position delete files and
+    manifests), then what its policy's retention plans (retention_plan.py)."""
     from compactor.formats.iceberg.retention_plan import plan_retention
 
     planned = _plan_compaction(policy, state, now=now, engine=engine)
-    if not policy.enabled or policy.retention is None or planned.error is not None:
+    if not policy.enabled or planned.error is not None:
         return planned
-    actions, skips = plan_retention(policy.retention, iceberg_state(state).retention, version=state.version, now=now,
-                                    engine=engine)
-    return replace(planned, actions=(*planned.actions, *actions), skipped=(*planned.skipped, *skips))
+    st = iceberg_state(state)
+    own, skips = plan_maintenance(policy.compaction, st, state.partition_columns, version=state.version,
+                                  engine=engine)
+    # a manifest rewrite first: it leaves every data and delete file live, so the compaction planned at the
+    # same snapshot still finds its inputs (after the compaction's commit its manifests would have changed);
+    # a position delete rewrite after the compaction, which may remove some of its partition's delete files
+    manifests = [a for a in own if isinstance(a, RewriteManifestsAction)]
+    after = [a for a in own if not isinstance(a, RewriteManifestsAction)]
+    if policy.retention is not None:
+        more, also = plan_retention(policy.retention, st.retention, version=state.version, now=now, engine=engine)
+        after, skips = [*after, *more], [*skips, *also]
+    return replace(planned, actions=(*manifests, *planned.actions, *after), skipped=(*planned.skipped, *skips))
 
 
 def _plan_compaction(policy: TablePolicy, state: TableState, *, now: dt.datetime, engine: str) -> TablePlan:

@@ -1,4 +1,5 @@
-"""Apply planned Iceberg actions: retention (retention_run.py) and ``compact`` actions, a commit group at a
+"""Apply planned Iceberg actions: retention (retention_run.py), its own maintenance (maintenance_run.py: the
+spark engine's Iceberg actions) and ``compact`` actions, a commit group at a
 time (``group_key``: consecutive compact actions planned at one snapshot, within the profile's
 ``commit_every_bins``/``commit_every_bytes``), each group read once at the planned snapshot and committed
 as one ``replace`` snapshot by the target's engine: local_run.py (pyiceberg, no JVM) or spark_run.py."""
@@ -12,7 +13,8 @@ from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.actions import NATIVE_NEEDS_SPARK
 from compactor.formats.iceberg.catalog import open_location
 from compactor.formats.iceberg.local_run import run_compact_local
-from compactor.formats.iceberg.read import read_iceberg_state
+from compactor.formats.iceberg.maintenance_actions import IcebergMaintenanceAction
+from compactor.formats.iceberg.read import iceberg_state, read_iceberg_state
 from compactor.formats.iceberg.retention_actions import IcebergRetentionAction
 from compactor.formats.iceberg.state import IcebergState
 from compactor.models.results import ActionDetails
@@ -29,6 +31,11 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         from compactor.formats.iceberg.retention_run import run_retention
 
         return run_retention(action, ctx)
+    if isinstance(action, IcebergMaintenanceAction):  # rewrite_position_deletes, rewrite_manifests
+        from compactor.formats.iceberg.maintenance_run import run_maintenance
+
+        planned, table = _read_planned(ctx, action.precondition.table_version)
+        return run_maintenance(action, ctx, iceberg_state(planned), table)
     if not isinstance(action, CompactAction):
         raise ApplyError(f"{action.type} actions are not run on Iceberg tables")
     return run_compact(action, ctx)

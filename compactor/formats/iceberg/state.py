@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 from compactor.formats.iceberg.live import PATH_FIELD_ID, LiveDataFile, LiveFiles, read_live
 
 if TYPE_CHECKING:
-    from pyiceberg.manifest import DataFile
+    from pyiceberg.manifest import DataFile, ManifestFile
     from pyiceberg.partitioning import PartitionSpec
     from pyiceberg.schema import Schema
     from pyiceberg.table import Table
@@ -95,6 +95,27 @@ class IcebergDeleteFile:
     #: bounds are one path): its record count is rows deleted from that file (Iceberg's
     #: ContentFileUtil.isFileScoped, which its rewrite's delete ratio counts)
     file_scoped: bool = False
+    #: its partition in its spec (as a data file's)
+    partition: tuple[PartitionValue, ...] = ()
+
+    @property
+    def partition_key(self) -> tuple[int, tuple[object, ...]]:
+        """(spec id, raw values), as ``IcebergDataFile.partition_key``."""
+        return self.spec_id, tuple(v.value for v in self.partition)
+
+
+@dataclass(frozen=True)
+class IcebergManifest:
+    """One manifest the snapshot's manifest list names."""
+
+    path: str
+    #: ``data`` or ``deletes``
+    content: str
+    spec_id: int
+    #: its size in bytes
+    length: int
+    #: its entries that are live in the snapshot (added and existing files)
+    live_files: int
 
 
 @dataclass(frozen=True)
@@ -178,6 +199,8 @@ class IcebergState:
     #: the table's metadata at the read (its schema and every partition spec, as pyiceberg's objects: the
     #: planner projects a where on source columns through them)
     metadata: TableMetadata | None = field(default=None, repr=False, compare=False)
+    #: the manifests of the snapshot, in its manifest list's order
+    manifests: tuple[IcebergManifest, ...] = ()
 
     def spec(self, spec_id: int) -> Spec:
         return next(s for s in self.specs if s.spec_id == spec_id)
@@ -207,10 +230,10 @@ def _kind(f: DataFile) -> DeleteKind:
     return "deletion_vector" if f.file_format == FileFormat.PUFFIN else "position"
 
 
-def _delete(f: DataFile, seq: int) -> IcebergDeleteFile:
+def _delete(f: DataFile, seq: int, render: _Renderer) -> IcebergDeleteFile:
     kind = _kind(f)
     return IcebergDeleteFile(str(f.file_path), kind, int(f.file_size_in_bytes), int(f.record_count),
-                             str(f.file_format.value), int(f.spec_id or 0), seq, _file_scoped(f, kind))
+                             str(f.file_format.value), int(f.spec_id or 0), seq, _file_scoped(f, kind), render(f))
 
 
 def _file_scoped(f: DataFile, kind: DeleteKind) -> bool:
@@ -220,6 +243,14 @@ def _file_scoped(f: DataFile, kind: DeleteKind) -> bool:
         return False
     lower, upper = (f.lower_bounds or {}).get(PATH_FIELD_ID), (f.upper_bounds or {}).get(PATH_FIELD_ID)
     return lower is not None and lower == upper
+
+
+def _manifest(m: ManifestFile) -> IcebergManifest:
+    from pyiceberg.manifest import ManifestContent
+
+    return IcebergManifest(str(m.manifest_path), "deletes" if m.content == ManifestContent.DELETES else "data",
+                           int(m.partition_spec_id), int(m.manifest_length),
+                           int(m.added_files_count or 0) + int(m.existing_files_count or 0))
 
 
 class _Renderer:
@@ -256,7 +287,7 @@ def _data_file(live: LiveDataFile, render: _Renderer, seqs: Mapping[str, int]) -
     f = live.file
     return IcebergDataFile(str(f.file_path), int(f.file_size_in_bytes), int(f.record_count), int(f.spec_id or 0),
                      render(f), str(f.file_format.value), live.sequence_number,
-                     tuple(_delete(d, seqs[str(d.file_path)]) for d in live.deletes))
+                     tuple(_delete(d, seqs[str(d.file_path)], render) for d in live.deletes))
 
 
 def state_of(table: Table, identifier: str, snapshot_id: int | None = None) -> IcebergState:
@@ -269,7 +300,7 @@ def state_of(table: Table, identifier: str, snapshot_id: int | None = None) -> I
     render = _Renderer(md)
     seqs = {path: seq for path, (_, seq) in live.deletes.items()}
     files = tuple(_data_file(f, render, seqs) for f in live.data.values())
-    deletes = tuple(_delete(f, seq) for f, seq in live.deletes.values())
+    deletes = tuple(_delete(f, seq, render) for f, seq in live.deletes.values())
     targets = live.delete_targets()
     totals = Totals(
         data_files=len(files), data_bytes=sum(f.size for f in files), records=sum(f.record_count for f in files),
@@ -285,4 +316,4 @@ def state_of(table: Table, identifier: str, snapshot_id: int | None = None) -> I
         columns=tuple(Column(f.field_id, f.name, str(f.field_type), f.required) for f in schema.fields),
         default_spec_id=md.default_spec_id, specs=tuple(_spec(s, schema) for s in md.partition_specs),
         sort_order=_sort_order(md, schema), properties=dict(md.properties), files=files, delete_files=deletes,
-        totals=totals, live=live, metadata=md)
+        totals=totals, manifests=tuple(_manifest(m) for m in live.manifests), live=live, metadata=md)
