@@ -32,8 +32,10 @@ from compactor.formats.iceberg.maintenance_actions import (
     RewriteManifestsAction,
     RewritePositionDeletesAction,
 )
-from compactor.formats.iceberg.maintenance_plan import rewritten_manifests, transform_name
+from compactor.formats.iceberg.maintenance_plan import rewritten_manifests
+from compactor.formats.iceberg.native_scope import ScopeProblem, partition_scope
 from compactor.formats.iceberg.spark import java_table
+from compactor.formats.iceberg.spark_filter import IcebergFilter
 from compactor.formats.iceberg.spark_rewrite import check_runtime
 from compactor.formats.iceberg.state import IcebergState, state_of
 from compactor.models.results import ActionDetails
@@ -145,22 +147,12 @@ def _run(action: IcebergMaintenanceAction, ctx: ActionContext, planned: IcebergS
 def _partition_filter(spark: Any, planned: IcebergState, action: RewritePositionDeletesAction) -> Any:
     """Iceberg's expression selecting the action's partition: each field's transform of its source column
     equal to the partition's value (or null)."""
-    exprs = spark._jvm.org.apache.iceberg.expressions.Expressions
     delete = next(d for d in planned.delete_files if d.path == action.files[0])
-    spec = planned.spec(action.spec_id)
-    out = exprs.alwaysTrue()
-    for field, value in zip(spec.fields, delete.partition, strict=True):
-        kind, source = transform_name(field.transform), field.source
-        arg = field.transform[len(kind) + 1:-1]
-        term = (source if kind == "identity" else getattr(exprs, kind)(source, int(arg)) if arg
-                else getattr(exprs, kind)(source))
-        raw = value.value
-        if raw is not None and not isinstance(raw, int | str | bool):
-            raise UnsupportedTableError(f"{planned.identifier}: partition field {field.name}'s value {raw!r} "
-                                        f"({type(raw).__name__}) cannot be passed to Iceberg's filter; nothing was "
-                                        "committed")
-        out = getattr(exprs, "and")(out, exprs.isNull(term) if raw is None else exprs.equal(term, raw))
-    return out
+    try:
+        scope = partition_scope(planned, action.spec_id, delete.partition, delete.path)
+    except ScopeProblem as e:
+        raise UnsupportedTableError(f"{planned.identifier}: {e}; nothing was committed") from None
+    return IcebergFilter(spark._jvm).of([scope])
 
 
 def _scoped_deletes(spark: Any, jtable: Any, expression: Any) -> set[str]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from compactor.formats.iceberg.state import IcebergDataFile, IcebergState
+from compactor.formats.iceberg.state import IcebergState, PartitionValue
 
 #: transforms with no parameter that Iceberg's ``Expressions`` names as terms
 TIME_TRANSFORMS = ("year", "month", "day", "hour")
@@ -54,14 +54,16 @@ class ScopeProblem(Exception):
 _PARAMETRIC = re.compile(r"^(bucket|truncate)\[(\d+)\]$")
 
 
-def partition_scope(state: IcebergState, file: IcebergDataFile) -> PartitionScope:
-    """The scope of ``file``'s partition in its spec; raises ScopeProblem naming what cannot be stated."""
-    spec = state.spec(file.spec_id)
-    if len(spec.fields) != len(file.partition):
-        raise ScopeProblem(f"{file.path}: its partition tuple does not match spec {file.spec_id}")
+def partition_scope(state: IcebergState, spec_id: int, partition: tuple[PartitionValue, ...],
+                    what: str) -> PartitionScope:
+    """The scope of the partition ``partition`` of spec ``spec_id`` (``what``'s: a data or delete file's path,
+    for messages); raises ScopeProblem naming what cannot be stated."""
+    spec = state.spec(spec_id)
+    if len(spec.fields) != len(partition):
+        raise ScopeProblem(f"{what}: its partition tuple does not match spec {spec_id}")
     columns = {c.name: c.type for c in state.columns}
     terms: list[FieldTerm] = []
-    for field, value in zip(spec.fields, file.partition, strict=True):
+    for field, value in zip(spec.fields, partition, strict=True):
         transform, parameter = field.transform, None
         if transform == "void":
             continue
@@ -81,7 +83,7 @@ def partition_scope(state: IcebergState, file: IcebergDataFile) -> PartitionScop
             raise ScopeProblem(f"partition field {field.name}: its value {value.text} ({type(raw).__name__}) is not "
                                "passed to Iceberg's filter exactly")
         terms.append(FieldTerm(field.source, transform, parameter, raw))
-    return PartitionScope(file.spec_id, tuple(terms))
+    return PartitionScope(spec_id, tuple(terms))
 
 
 def planned_scopes(state: IcebergState, groups: Sequence[Sequence[str]]) -> list[PartitionScope]:
@@ -97,5 +99,6 @@ def planned_scopes(state: IcebergState, groups: Sequence[Sequence[str]]) -> list
         if len(keys) != 1:
             raise ScopeProblem(f"an action's files are in {len(keys)} partitions: a native rewrite is scoped per "
                                "partition")
-        out.setdefault(files[0].partition_key, partition_scope(state, files[0]))
+        first = files[0]
+        out.setdefault(first.partition_key, partition_scope(state, first.spec_id, first.partition, first.path))
     return list(out.values())

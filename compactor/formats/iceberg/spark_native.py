@@ -36,10 +36,11 @@ from typing import TYPE_CHECKING, Any
 from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError, VerificationError
 from compactor.formats.base import ActionContext, ActionOutcome
 from compactor.formats.iceberg.actions import NATIVE_SEMANTICS
-from compactor.formats.iceberg.native_scope import PartitionScope, ScopeProblem, planned_scopes
+from compactor.formats.iceberg.native_scope import ScopeProblem, planned_scopes
 from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_by_group
 from compactor.formats.iceberg.spark import java_table, use_session_loader
+from compactor.formats.iceberg.spark_filter import IcebergFilter
 from compactor.formats.iceberg.spark_rewrite import SparkRewrite, check_runtime
 from compactor.models.results import ActionDetails
 from compactor.models.state import TableState
@@ -90,36 +91,6 @@ def delete_thresholds(actions: Sequence[CompactAction], st: IcebergState) -> dic
     return out
 
 
-class _Expressions:
-    """Iceberg's ``Expressions`` looked up once (py4j resolves a dotted name one round trip per part)."""
-
-    def __init__(self, jvm: Any) -> None:
-        self.e = jvm.org.apache.iceberg.expressions.Expressions
-
-    def _term(self, source: str, transform: str, parameter: int | None) -> Any:
-        e = self.e
-        if transform == "identity":
-            return e.ref(source)
-        if transform == "bucket":
-            return e.bucket(source, parameter)
-        if transform == "truncate":
-            return e.truncate(source, parameter)
-        return getattr(e, transform)(source)  # year, month, day, hour
-
-    def of(self, scopes: Sequence[PartitionScope]) -> Any:
-        """``OR`` over the partitions of ``AND`` over each one's fields."""
-        e = self.e
-        both, either = getattr(e, "and"), getattr(e, "or")  # Python keywords
-        out = e.alwaysFalse()
-        for scope in scopes:
-            part = e.alwaysTrue()
-            for t in scope.terms:
-                term = self._term(t.source, t.transform, t.parameter)
-                part = both(part, e.isNull(term) if t.value is None else e.equal(term, t.value))
-            out = either(out, part)
-        return out
-
-
 @dataclass
 class _Committed:
     """The replace snapshot the native rewrite committed, as pyiceberg reads it back."""
@@ -158,7 +129,7 @@ def run_native(actions: Sequence[CompactAction], ctx: ActionContext, planned: Ta
     keys = {st.file(p).partition_key for a in fresh for p in a.input_paths}
     with java_table(spark, ctx.location) as jtable:
         use_session_loader(spark)
-        expression = _Expressions(spark._jvm).of(scopes)
+        expression = IcebergFilter(spark._jvm).of(scopes)
         options = {**rewrite_options(fresh), **delete_thresholds(fresh, st)}
         _refuse_beyond_plan(spark, jtable, expression, st, table, keys, int(options["min-file-size-bytes"]))
         if ctx.fence is not None:
