@@ -73,6 +73,9 @@ class IcebergHistory:
     #: what compactor did (outcomes by action and how), for the report
     done: Counter[str] = field(default_factory=Counter)
     refs: References = field(default_factory=References)
+    #: each snapshot's name in the log: s<n>, n its place in commit order (ids are random: a replayed
+    #: history names its snapshots the same)
+    names: dict[int, str] = field(default_factory=dict)
     _catalog: SqlCatalog | None = None
     _planned: int = 0
 
@@ -132,10 +135,10 @@ class IcebergHistory:
         rows of ``ref``'s head when the operation made it (None: compactor's, whose snapshots are all
         ``replace``). Returns the new snapshot ids."""
         t = self.table()
-        made = sorted((s for s in t.metadata.snapshots if s.snapshot_id not in self.oracle),
-                      key=lambda s: s.sequence_number)
+        made = [s for s in t.metadata.snapshots if s.snapshot_id not in self.oracle]  # in commit order
         head = t.metadata.refs[ref].snapshot_id if ref in t.metadata.refs else None
         for s in made:
+            self.names[s.snapshot_id] = f"s{len(self.names)}"
             op = s.summary.operation.value if s.summary is not None else "?"
             if op == "replace":
                 if s.parent_snapshot_id not in self.oracle:
@@ -165,22 +168,28 @@ class IcebergHistory:
         got = rows_of(t)
         want = self.oracle[current] if current is not None else Counter()
         if got != want:
-            raise Failure(f"the current snapshot {current} holds {_diff(got, want)}")
-        ids = sorted(self.oracle) if travel is None else [i for i in travel if i in self.oracle]
+            raise Failure(f"the current snapshot {self.name(current)} holds {_diff(got, want)}")
+        ids = list(self.oracle) if travel is None else [i for i in travel if i in self.oracle]
         for sid in ids:
             got = rows_of(t, sid)
             if got != self.oracle[sid]:
-                raise Failure(f"time travel to snapshot {sid} returns {_diff(got, self.oracle[sid])}")
+                raise Failure(f"time travel to snapshot {self.name(sid)} returns {_diff(got, self.oracle[sid])}")
+
+    def name(self, *ids: int | None) -> str:
+        """Snapshots as the log names them."""
+        return ", ".join(self.names.get(i, str(i)) if i is not None else "none" for i in ids)
 
     # ------------------------------------------------------------------ other writers
 
-    def _frame(self, t: Table, rows: list[Row]) -> pa.Table:
+    def frame(self, t: Table, rows: list[Row]) -> pa.Table:
+        """``rows`` as an Arrow table in ``t``'s schema (note only once the column was added)."""
         cols: dict[str, list[Any]] = {"id": [r[0] for r in rows], "p": [r[1] for r in rows], "val": [r[2] for r in rows]}
         if self.note:
             cols["note"] = [r[3] for r in rows]
         return pa.table(cols, schema=t.schema().as_arrow())
 
-    def _new_rows(self, k: int, part: int | None = None) -> list[Row]:
+    def new_rows(self, k: int, part: int | None = None) -> list[Row]:
+        """``k`` rows with new ids, in partition ``part`` (None: spread over one to three of 0, 1, 2)."""
         ids = range(self.next_id, self.next_id + k)
         self.next_id += k
         parts = [part] if part is not None else self.rng.sample(range(3), self.rng.randint(1, 3))
@@ -190,9 +199,9 @@ class IcebergHistory:
         t = self.table()
         branches = [n for n, r in t.metadata.refs.items() if r.snapshot_ref_type.value == "branch" and n != "main"]
         ref = ref or ("main" if not branches or self.rng.random() < 0.8 else self.rng.choice(branches))
-        new = self._new_rows(self.rng.randint(1, 5), part)
+        new = self.new_rows(self.rng.randint(1, 5), part)
         before = self.rows(ref)
-        t.append(self._frame(t, new), branch=ref)
+        t.append(self.frame(t, new), branch=ref)
         self.log.append(f"append ids {new[0][0]}..{new[-1][0]} in p {sorted({r[1] for r in new})} to {ref}")
         return self.record(before + Counter(new), ref)
 
@@ -231,7 +240,7 @@ class IcebergHistory:
         old = [r for r in rows.elements() if r[0] in ids]
         new = [(i, p, v + 1, n) for i, p, v, n in old]
         t = self.table()
-        t.overwrite(self._frame(t, new), overwrite_filter=In("id", ids))
+        t.overwrite(self.frame(t, new), overwrite_filter=In("id", ids))
         self.log.append(f"overwrite ids {ids} with val + 1")
         return self.record(rows - Counter(old) + Counter(new))
 
@@ -242,11 +251,11 @@ class IcebergHistory:
             return self.update()
         rows = self.rows()
         by_id = {r[0]: r for r in rows}
-        new = self._new_rows(1)
+        new = self.new_rows(1)
         hit = [(i, p, 7, "u" if self.note else None) for i, p, _, _ in
                (by_id[i] for i in self.rng.sample(sorted(by_id), min(len(by_id), 2)))]
         t = self.table()
-        t.upsert(self._frame(t, hit + new), join_cols=["id"])
+        t.upsert(self.frame(t, hit + new), join_cols=["id"])
         self.log.append(f"upsert ids {[r[0] for r in hit + new]}")
         return self.record(rows - Counter(by_id[r[0]] for r in hit) + Counter(hit + new))
 
@@ -293,12 +302,12 @@ class IcebergHistory:
         ancestors = [s.snapshot_id for s in ancestors_of(head, md)][1:] if head is not None else []
         n = len(self.log)
         if how == "tag" or (how == "untag" and not tags) or (how == "rollback" and not ancestors):
-            sid = self.rng.choice(sorted(self.oracle))
+            sid = self.rng.choice(list(self.oracle))  # in commit order
             t.manage_snapshots().create_tag(sid, f"tag{n}").commit()
-            self.log.append(f"tag tag{n} on {sid}")
+            self.log.append(f"tag tag{n} on {self.name(sid)}")
         elif how == "branch":
             t.manage_snapshots().create_branch(md.current_snapshot_id, f"b{n}").commit()
-            self.log.append(f"branch b{n} at {md.current_snapshot_id}")
+            self.log.append(f"branch b{n} at {self.name(md.current_snapshot_id)}")
         elif how == "untag":
             name = self.rng.choice(tags)
             t.manage_snapshots().remove_tag(name).commit()
@@ -306,7 +315,7 @@ class IcebergHistory:
         else:
             sid = self.rng.choice(ancestors)
             t.manage_snapshots().rollback_to_snapshot(sid).commit()
-            self.log.append(f"rollback to {sid}")
+            self.log.append(f"rollback to {self.name(sid)}")
         return self.record(self.rows())
 
     def position_delete(self) -> list[int]:
@@ -327,9 +336,9 @@ class IcebergHistory:
                 by_partition.setdefault((task.file.spec_id, str(task.file.partition)), []).append(str(task.file.file_path))
         if not by_partition:
             return []
-        two = [sorted(v) for v in by_partition.values() if len(v) > 1]
+        two = [v for v in by_partition.values() if len(v) > 1]  # in the scan's order (paths are random)
         paths = self.rng.sample(self.rng.choice(two), 2) if two and self.rng.random() < 0.5 \
-            else [self.rng.choice(sorted(p for v in by_partition.values() for p in v))]
+            else [self.rng.choice([p for v in by_partition.values() for p in v])]
         positions: dict[str, list[int]] = {}
         gone: Counter[Row] = Counter()
         for path in paths:
@@ -338,7 +347,7 @@ class IcebergHistory:
             gone.update((r["id"], r["p"], r["val"], r.get("note")) for r in (data[i] for i in at))
         before = self.rows()
         commit_position_deletes(t, positions, file_scoped=len(paths) == 1)
-        self.log.append("position delete of rows " + ", ".join(f"{v} of {k.rsplit('/', 1)[-1]}" for k, v in positions.items()))
+        self.log.append(f"position delete of rows {sorted(r[0] for r in gone.elements())} in {len(paths)} file(s)")
         return self.record(before - gone)
 
     def abandoned_write(self) -> list[int]:
@@ -346,7 +355,7 @@ class IcebergHistory:
         from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
         t = self.table()
-        files = list(_dataframe_to_data_files(t.metadata, self._frame(t, self._new_rows(2)), t.io))
+        files = list(_dataframe_to_data_files(t.metadata, self.frame(t, self.new_rows(2)), t.io))
         self.log.append(f"a writer writes {len(files)} file(s) and dies before its commit")
         return []
 
@@ -355,12 +364,12 @@ class IcebergHistory:
         t = self.table()
         md = t.metadata
         held = {r.snapshot_id for r in md.refs.values()}
-        free = sorted(s.snapshot_id for s in md.snapshots if s.snapshot_id not in held)
+        free = [s.snapshot_id for s in md.snapshots if s.snapshot_id not in held]  # in commit order
         if not free:
             return []
         ids = self.rng.sample(free, min(len(free), self.rng.randint(1, 2)))
         t.maintenance.expire_snapshots().by_ids(ids).commit()
-        self.log.append(f"pyiceberg expires {ids}")
+        self.log.append(f"pyiceberg expires {self.name(*ids)}")
         return self.record(self.rows())
 
     # ------------------------------------------------------------------ compactor

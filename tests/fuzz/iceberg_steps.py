@@ -8,7 +8,9 @@ a history's next step. ``settle`` is a history's end: plan -> apply -> plan conv
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +25,7 @@ from compactor.planning.actions import CompactAction
 from compactor.planning.plan import Plan
 from compactor.runtime import faults
 from tests.formats.contract.lake import _lease_of_a_dead_process, killed_at
-from tests.fuzz.iceberg_checks import Failure, data_on_disk, journal_entries, live_files, plain
+from tests.fuzz.iceberg_checks import Failure, data_on_disk, journal_entries, live_files, local, plain
 from tests.fuzz.iceberg_history import CRASH_POINTS, IcebergHistory
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ def _results(results: list[ActionResult], kind: str) -> list[ActionResult]:
 def plan_compaction(h: IcebergHistory) -> list[int]:
     _, path = h.plan()
     h.plans.append(path)
-    h.log.append(f"compactor plans ({path.name}, at {h.table().metadata.current_snapshot_id})")
+    h.log.append(f"compactor plans ({path.name}, at {h.name(h.table().metadata.current_snapshot_id)})")
     return []
 
 
@@ -170,12 +172,15 @@ def killed_apply(h: IcebergHistory) -> list[int]:
 
 
 def _prepared(h: IcebergHistory) -> tuple[list[DataFile], Callable[[], None]]:
-    """A writer's data files written now and the commit of them (a fast append) to run later."""
+    """A writer's data files written a second ago and the commit of them (a fast append) to run later."""
     from pyiceberg.io.pyarrow import _dataframe_to_data_files
 
     t = h.table()
-    rows = h._new_rows(h.rng.randint(1, 3))
-    files = list(_dataframe_to_data_files(t.metadata, h._frame(t, rows), t.io))
+    rows = h.new_rows(h.rng.randint(1, 3))
+    files = list(_dataframe_to_data_files(t.metadata, h.frame(t, rows), t.io))
+    for f in files:  # written a second ago: older than the plan's horizon even at 0s (the same ms is not)
+        at = time.time() - 1
+        os.utime(local(str(f.file_path)), (at, at))
 
     def commit() -> None:
         before = h.rows()
@@ -219,11 +224,12 @@ def retention(h: IcebergHistory) -> list[int]:
     expire = _actions(plan, ExpireSnapshotsAction)
     planned_snapshots = set(expire[0].snapshots) if expire else set()
     listed = {plain(p) for a in _actions(plan, IcebergRetentionAction) for p in a.files}
-    h.log.append(f"compactor plans retention: expire {sorted(planned_snapshots)}, {len(listed)} file(s)")
+    h.log.append(f"compactor plans retention: expire {h.name(*[s for s in h.oracle if s in planned_snapshots])}, "
+                 f"{len(listed)} file(s)")
     if race == "tag" and planned_snapshots:
-        sid = h.rng.choice(sorted(planned_snapshots))
-        h.table().manage_snapshots().create_tag(sid, f"late{len(h.log)}").commit()
-        h.log.append(f"tag late{len(h.log) - 1} on planned {sid}")
+        sid, tag = h.rng.choice([s for s in h.oracle if s in planned_snapshots]), f"late{len(h.log)}"  # commit order
+        h.table().manage_snapshots().create_tag(sid, tag).commit()
+        h.log.append(f"tag {tag} on planned {h.name(sid)}")
     elif race == "prepared" and commit is not None:
         commit()
     elif race in ("append", "rollback", "expire", "delete"):
@@ -288,7 +294,7 @@ def step(h: IcebergHistory) -> None:
     """One weighted random step, then the checks after every operation."""
     op = h.rng.choices([f for _, f in OPS], [w for w, _ in OPS])[0]
     made = op(h)
-    h.check(made + h.rng.sample(sorted(h.oracle), min(2, len(h.oracle))))
+    h.check(made + h.rng.sample(list(h.oracle), min(2, len(h.oracle))))
 
 
 def start(root: Path, seed: int) -> IcebergHistory:
