@@ -194,3 +194,51 @@ def test_a_table_glue_does_not_hold_is_exit_1_with_one_line(glue: Any, tmp_path:
     lines = [ln for ln in (r.stdout + r.stderr).splitlines() if "ice.nope" in ln]
     # the endpoint is one of the target's storage options: shown as *** like every value of them
     assert len(lines) == 1 and "Iceberg catalog 'main' (glue at " in lines[0] and "has no table ice.nope" in lines[0]
+
+
+@pytest.mark.spark
+@pytest.mark.iceberg_jars
+@pytest.mark.delta_jars
+def test_the_spark_engine_rewrites_a_glue_named_iceberg_table_through_icebergs_glue_catalog(
+        glue: Any, iceberg_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spark engine loads the table through Iceberg's Java GlueCatalog on moto's Glue (its client signing
+    with the catalog's own keys) and writes and reads its files on moto's S3 through S3FileIO (the target's
+    storage options); the replace holds exactly the planned files; pyiceberg reads the same rows after."""
+    from click.testing import CliRunner
+
+    from compactor.cli import cli
+
+    cat = glue_catalog(glue)
+    write_table(cat, "ice.events_spark", "identity_int")
+    table = cat.load_table("ice.events_spark")
+    before, planned = rows(table), table.current_snapshot().snapshot_id
+    proj = _project(tmp_path / "proj", glue, named("grp", "main", "events_spark"))
+    profiles = proj / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace("engine: local", "engine: spark"))
+    monkeypatch.setenv("GLUE_SECRET", SECRET)
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, [*args, "--project-dir", str(proj)], catch_exceptions=False)
+
+    r = run("plan")
+    assert r.exit_code == 0, r.output
+    plan = _tables(proj)["grp"]
+    assert plan["engine"] == "spark" and plan["actions"] and plan["version"] == planned, plan
+    planned_paths = {p for a in plan["actions"] for b in a["bins"] for p in b}
+    r = run("apply", str(proj / "target" / "plan.json"))
+    assert r.exit_code == 0, r.output
+    results = json.loads((proj / "target" / "run_results.json").read_text())["results"]
+    assert results and {x["status"] for x in results} == {"success"}, results
+    table = glue_catalog(glue).load_table("ice.events_spark")
+    snap = table.current_snapshot()
+    assert snap.summary.operation.value == "replace" and snap.parent_snapshot_id == planned
+    live = {t.file.file_path for t in table.scan().plan_files()}
+    assert not planned_paths & live
+    added = live - {t.file.file_path for t in table.scan(snapshot_id=planned).plan_files()}
+    assert added and all(p.startswith(f"{table.location()}/data/compactor-") for p in added), added
+    assert {t.file.file_path for t in table.scan(snapshot_id=planned).plan_files()} - live == planned_paths
+    assert rows(table) == before
+    leaked = [str(p) for p in (proj / "target").rglob("*") if p.is_file() and SECRET in p.read_text(errors="replace")]
+    assert not leaked and SECRET not in r.output
+    r = run("plan", "--detailed-exitcode")
+    assert r.exit_code == 0, r.output
