@@ -25,7 +25,6 @@ from compactor.runtime.iceberg_catalog import (
     IcebergCatalogError,
     IcebergCatalogSettings,
     RestCatalogSettings,
-    SqlCatalogSettings,
     cause,
     describe,
     parse_identifier,
