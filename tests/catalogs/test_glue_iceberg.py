@@ -242,3 +242,66 @@ def test_the_spark_engine_rewrites_a_glue_named_iceberg_table_through_icebergs_g
     assert not leaked and SECRET not in r.output
     r = run("plan", "--detailed-exitcode")
     assert r.exit_code == 0, r.output
+
+
+def _s3_keys(server: Any, location: str, under: str) -> list[str]:
+    """The keys of moto's S3 under ``under`` (relative to the table's ``location``)."""
+    import boto3
+
+    bucket, _, prefix = location.removeprefix("s3://").partition("/")
+    so = server.storage_options
+    s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                      aws_access_key_id=so["AWS_ACCESS_KEY_ID"], aws_secret_access_key=so["AWS_SECRET_ACCESS_KEY"])
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/{under}")
+    return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+
+@pytest.mark.spark
+@pytest.mark.iceberg_jars
+@pytest.mark.delta_jars
+def test_a_spark_rewrite_of_a_glue_table_stopped_before_its_commit_leaves_nothing_on_s3(
+        glue: Any, iceberg_spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark's writer writes into the action's own folder on S3 (``data/compactor-<token>``, through S3FileIO);
+    a run stopped after the outputs were written and before the commit deletes that folder's files through
+    the deletion gate (recovery over the journal on S3), the table is unchanged, and the next apply converges."""
+    from click.testing import CliRunner
+
+    from compactor.cli import cli
+    from compactor.runtime import faults
+    from tests.formats.contract.lake import Killed
+
+    cat = glue_catalog(glue)
+    write_table(cat, "ice.events_stop", "identity_int")
+    table = cat.load_table("ice.events_stop")
+    before, planned, location = rows(table), table.current_snapshot().snapshot_id, table.location()
+    proj = _project(tmp_path / "proj", glue, named("grp", "main", "events_stop"))
+    profiles = proj / "profiles.yml"
+    profiles.write_text(profiles.read_text().replace("engine: local", "engine: spark"))
+    monkeypatch.setenv("GLUE_SECRET", SECRET)
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, [*args, "--project-dir", str(proj)], catch_exceptions=False)
+
+    assert run("plan").exit_code == 0
+    written: list[str] = []
+
+    def hook(name: str) -> None:
+        if name == "iceberg.outputs_written" and not written:
+            written.extend(_s3_keys(glue, location, "data/compactor-"))
+            raise Killed(name)
+
+    previous = faults.set_hook(hook)
+    try:
+        with pytest.raises(Killed):
+            run("apply", str(proj / "target" / "plan.json"))
+    finally:
+        faults.set_hook(previous)
+    assert any(k.endswith(".parquet") for k in written), written  # Spark wrote its outputs on S3
+    assert _s3_keys(glue, location, "data/compactor-") == []  # and they were deleted: no snapshot names them
+    table = glue_catalog(glue).load_table("ice.events_stop")
+    assert table.current_snapshot().snapshot_id == planned and rows(table) == before
+    r = run("apply", str(proj / "target" / "plan.json"))
+    assert r.exit_code == 0, r.output
+    table = glue_catalog(glue).load_table("ice.events_stop")
+    assert table.current_snapshot().summary.operation.value == "replace" and rows(table) == before
+    assert run("plan", "--detailed-exitcode").exit_code == 0
