@@ -4,7 +4,9 @@ policy plans and applies one without a JVM (pyiceberg's GlueCatalog reads and co
 the target's storage options), a discover of the Iceberg format lists only a database's Iceberg tables, a
 policy that leaves its format to the default plans a Glue table registered as ICEBERG as an Iceberg table,
 and one that declares `format: delta` for it is refused naming `format: iceberg`. A table Glue does not
-hold is exit 1 with one line."""
+hold is exit 1 with one line. The spark engine loads and commits one through Iceberg's Java GlueCatalog
+and S3FileIO (Iceberg's aws bundle in the shared session: tests/iceberg/spark_tables.py), its outputs
+written on S3 into the action's own folder, which a run stopped before its commit leaves empty."""
 
 from __future__ import annotations
 
@@ -305,3 +307,27 @@ def test_a_spark_rewrite_of_a_glue_table_stopped_before_its_commit_leaves_nothin
     table = glue_catalog(glue).load_table("ice.events_stop")
     assert table.current_snapshot().summary.operation.value == "replace" and rows(table) == before
     assert run("plan", "--detailed-exitcode").exit_code == 0
+
+
+def test_a_glue_catalog_maps_to_icebergs_glue_catalog_and_s3_file_io_properties() -> None:
+    """The Java side gets the same Glue (endpoint, catalog id, region) and S3 (the storage options' endpoint,
+    path-style, and keys; the catalog's keys when the storage options name none) as pyiceberg."""
+    from compactor.formats.iceberg.spark import java_catalog_properties
+    from compactor.models.catalog import CatalogSettings
+    from compactor.runtime.iceberg_catalog import settings_from
+
+    glue = {"region": "eu-west-1", "endpoint_url": "http://127.0.0.1:1", "catalog_id": "123",
+            "aws_access_key_id": "AK", "aws_secret_access_key": "SK", "aws_session_token": "ST"}
+    own = settings_from(CatalogSettings("main", "glue", glue), {})
+    assert java_catalog_properties(own) == {
+        "catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog", "io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "client.region": "eu-west-1", "glue.endpoint": "http://127.0.0.1:1", "glue.id": "123",
+        "s3.access-key-id": "AK", "s3.secret-access-key": "SK", "s3.session-token": "ST"}
+    s3 = {"AWS_ENDPOINT_URL": "http://127.0.0.1:2", "AWS_ACCESS_KEY_ID": "S3K", "aws_secret_access_key": "S3S"}
+    props = java_catalog_properties(settings_from(CatalogSettings("main", "glue", glue), s3))
+    assert {k: v for k, v in props.items() if k.startswith("s3.")} == {
+        "s3.endpoint": "http://127.0.0.1:2", "s3.access-key-id": "S3K", "s3.secret-access-key": "S3S",
+        "s3.path-style-access": "true"}
+    bare = java_catalog_properties(settings_from(CatalogSettings("main", "glue", {}), {}))
+    assert bare == {"catalog-impl": "org.apache.iceberg.aws.glue.GlueCatalog",
+                    "io-impl": "org.apache.iceberg.aws.s3.S3FileIO"}  # the driver's default AWS chain and region
