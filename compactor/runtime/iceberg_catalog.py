@@ -166,7 +166,8 @@ def _props(settings: IcebergCatalogSettings) -> dict[str, str]:
     return props
 
 
-def _register_secrets(props: Mapping[str, str]) -> None:
+def register_property_secrets(props: Mapping[str, str]) -> None:
+    """Register the values of ``props`` (catalog properties, pyiceberg's or Iceberg Java's) that may be secrets."""
     secrets = {k: v for k, v in props.items() if any(w in k.lower() for w in _SECRET_WORDS)}
     password = urlsplit(props.get("uri", "")).password
     if password:
@@ -202,7 +203,7 @@ def open_catalog(settings: IcebergCatalogSettings) -> Catalog:
     the catalog cannot be opened (a SQL database it cannot reach, a REST server that does not answer; Glue
     and a Hive metastore are first asked when a table is loaded)."""
     props = _props(settings)
-    _register_secrets(props)
+    register_property_secrets(props)
     try:
         if isinstance(settings, SqlCatalogSettings):
             from pyiceberg.catalog.sql import SqlCatalog

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compactor.formats.iceberg.spark import (  # the runtime compactor loads: the tests load the same
+    AWS_BUNDLE,
     ICEBERG_CLASS,
     ICEBERG_EXTENSION,
     SQLITE_JDBC,
@@ -40,8 +41,8 @@ DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 
 def packages() -> list[str]:
-    """What Ivy resolves for Iceberg besides Delta's jars."""
-    return [runtime_package(), SQLITE_JDBC]
+    """What Ivy resolves for Iceberg besides Delta's jars (the aws bundle: Glue-named tables' tests)."""
+    return [runtime_package(), AWS_BUNDLE, SQLITE_JDBC]
 
 
 def session_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
