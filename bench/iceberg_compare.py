@@ -8,8 +8,8 @@ back from a pristine copy first (in both commands, so both pay it).
     /usr/bin/time -v python bench/iceberg_compare.py compactor /tmp/icebench
     /usr/bin/time -v python bench/iceberg_compare.py local /tmp/icebench
 
-``native``: one process starts Spark with Iceberg's runtime and CALLs ``system.rewrite_data_files`` on the
-table (its defaults: every partition's 10 files into one). ``compactor``: ``compactor apply`` of the plan
+``native``: one process starts Spark with Iceberg's runtime and the sqlite driver only (no Delta jars, no
+AWS bundle: what a hand-run job loads) and CALLs ``system.rewrite_data_files`` on the table (its defaults: every partition's 10 files into one). ``compactor``: ``compactor apply`` of the plan
 made at setup (the same files, one output per partition), in a process of its own as a deploy pipeline
 runs it; ``local``: the same on the embedded default engine (no JVM: the table is v2, Parquet, no deletes,
 so the local engine commits it exactly). Each checks the rows afterwards (native: a count; compactor: its own verification before the commit)."""
@@ -26,13 +26,25 @@ PARTITIONS, FILES = 200, 10
 CATALOG = "bench"
 
 
-def _session(root: Path):  # noqa: ANN202 - pyspark is optional for the package
+def _session(root: Path, *, bare: bool = False):  # noqa: ANN202 - pyspark is optional for the package
+    """The tests' session (Delta's and Iceberg's jars), or with ``bare`` what a hand-run ``rewrite_data_files``
+    needs and no more: Iceberg's Spark runtime and the sqlite JDBC driver, through Ivy as the tests get them."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.iceberg.spark_tables import JdbcCatalog, build_session
 
     cat = JdbcCatalog(CATALOG, root / "ice")
     conf = {"spark.ui.enabled": "false", **{k: v for k, v in cat.spark_conf().items()}}
-    return build_session("local[2]", "iceberg-bench", conf), cat
+    if not bare:
+        return build_session("local[2]", "iceberg-bench", conf), cat
+    from pyspark.sql import SparkSession
+
+    from compactor.formats.iceberg.spark import ICEBERG_EXTENSION, SQLITE_JDBC, runtime_package
+
+    builder = SparkSession.builder.master("local[2]").appName("iceberg-bench")
+    for k, v in {**conf, "spark.jars.packages": f"{runtime_package()},{SQLITE_JDBC}",
+                 "spark.sql.extensions": ICEBERG_EXTENSION}.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate(), cat
 
 
 def _restore(root: Path) -> None:
@@ -80,7 +92,7 @@ def _project(proj: Path, uri: str, warehouse: str, engine: str) -> None:
 def native(root: Path) -> None:
     _restore(root)
     start = time.perf_counter()
-    spark, _ = _session(root)
+    spark, _ = _session(root, bare=True)
     t = f"{CATALOG}.db.t"
     out = spark.sql(f"CALL {CATALOG}.system.rewrite_data_files(table => 'db.t')").collect()[0]
     n = spark.sql(f"SELECT count(*) FROM {t}").collect()[0][0]
