@@ -92,6 +92,9 @@ class FormatSpec:
     #: a table of this format is named by a catalog of the target (a policy's ``catalog:``, or a discover
     #: over a catalog), never by a path alone: the format reads and commits through that catalog
     catalog_only: bool = False
+    #: a ``catalog_only`` format's table may still be named by ``path`` for planning only: read from its own
+    #: metadata files; apply refuses it (its format commits through a catalog)
+    path_planning: bool = False
 
 
 BUILT_IN: tuple[FormatSpec, ...] = (
@@ -107,7 +110,7 @@ BUILT_IN: tuple[FormatSpec, ...] = (
                strategies=frozenset({"bin_pack"}), retention_keys=frozenset({"expire_snapshots", "remove_orphan_files"}),
                trigger_keys=frozenset({"max_deleted_rows_ratio", "delete_file_threshold"}),
                compaction_keys=frozenset({"position_deletes", "manifests"}), absolute_paths=True, catalog_only=True,
-               catalog_providers=frozenset({"iceberg"})),
+               path_planning=True, catalog_providers=frozenset({"iceberg"})),
 )
 
 _lock = threading.Lock()

@@ -169,7 +169,7 @@ def build_table(raw: Mapping[str, Any], *, doc: Located, file: str, base: str,
         if "path" in raw or "discover" in raw:
             ctx.error("catalog", "ambiguous_location", "give one of `path`, `discover` or `catalog`")
     by_catalog = catalog is not None or (discover is not None and discover.catalog is not None)
-    if spec.catalog_only and not by_catalog:
+    if spec.catalog_only and not by_catalog and not (spec.path_planning and "path" in raw):
         ctx.error("path" if "path" in raw else "", "catalog_table_required",
                   f"a {fmt} table is named by a catalog of the target, not by a path: its format reads and "
                   "commits it through that catalog",

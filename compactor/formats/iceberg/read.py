@@ -6,6 +6,7 @@ catalog and the manifests."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from compactor.errors import TableReadError
@@ -66,7 +67,10 @@ def read_iceberg_state(location: TableLocation, snapshot_id: int | None = None) 
         raise TableReadError(f"{location.identifier}: snapshot {snapshot_id} is no longer in the table's metadata "
                              "(expired?)")
     with gc_paused():  # as read_live: many small objects, no cycle, each full collection walks them all
-        return as_table_state(state_of(table, name, snapshot_id), table), table
+        state = as_table_state(state_of(table, name, snapshot_id), table)
+    if location.identifier is None:  # named by path: the plan names it as its policy does
+        state = replace(state, uri=location.uri)
+    return state, table
 
 
 def iceberg_state(state: TableState) -> IcebergState:

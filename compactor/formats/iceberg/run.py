@@ -26,7 +26,17 @@ if TYPE_CHECKING:
     from compactor.models.state import TableState
 
 
+def _writable(ctx: ActionContext) -> None:
+    """Refuse a table a policy names by path: it was planned from its metadata files, and only its catalog
+    commits to it."""
+    if ctx.location.identifier is None:
+        raise UnsupportedTableError(f"{ctx.location.uri}: an Iceberg table named by path is planned read-only (from its "
+                                    "newest metadata file); nothing was changed",
+                                    hint="name it with `catalog: {name, namespace, table}` to apply its plan")
+
+
 def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
+    _writable(ctx)
     if isinstance(action, IcebergRetentionAction):  # expire_snapshots, remove_orphan_files
         from compactor.formats.iceberg.retention_run import run_retention
 
@@ -65,6 +75,7 @@ def run_compact(action: CompactAction, ctx: ActionContext) -> ActionOutcome:
 def run_group(actions: tuple[Action, ...], ctx: ActionContext) -> list[ActionOutcome | CompactorError]:
     """Compact actions of one commit group (``group_key``), planned at one snapshot, committed as one snapshot
     by the target's engine: their outcomes in order (an action left out: its error)."""
+    _writable(ctx)
     compacts = [a for a in actions if isinstance(a, CompactAction)]
     versions = {a.precondition.table_version for a in compacts}
     if len(compacts) != len(actions) or len(versions) != 1:
