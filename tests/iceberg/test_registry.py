@@ -16,12 +16,13 @@ from compactor.planning.vocabulary import action_types, skip_reasons
 
 def test_the_registry_line() -> None:
     spec = format_spec("iceberg")
-    assert spec is not None and spec.catalog_only and spec.absolute_paths and spec.retention
+    assert spec is not None and spec.catalog_only and spec.path_planning and spec.absolute_paths and spec.retention
     assert spec.retention_keys == frozenset({"expire_snapshots", "remove_orphan_files"})
     assert spec.yields_to == frozenset({"delta"}) and spec.strategies == frozenset({"bin_pack"})
     assert "metadata" in metadata_names()
     assert get_format("iceberg").name == "iceberg" and get_format("iceberg").libraries == ("pyiceberg",)
-    assert action_types("iceberg") == frozenset({"compact", "expire_snapshots", "remove_orphan_files"})
+    assert action_types("iceberg") == frozenset({"compact", "expire_snapshots", "remove_orphan_files",
+                                                 "rewrite_position_deletes", "rewrite_manifests"})
     assert {"iceberg_delete_files", "iceberg_older_spec", "iceberg_not_parquet", "iceberg_nothing_to_expire",
             "iceberg_no_orphan_files"} <= set(skip_reasons())
     assert {"sql", "rest"} <= set(CATALOG_TYPES)

@@ -26,7 +26,7 @@ import pytest
 pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
 
 from compactor.formats.iceberg.catalog import open_table  # noqa: E402
-from compactor.formats.iceberg.faults import CRASH_POINTS  # noqa: E402
+from compactor.formats.iceberg.faults import COMPACT_CRASH_POINTS  # noqa: E402
 from tests.formats.contract.lake import _lease_of_a_dead_process, killed_at  # noqa: E402
 from tests.iceberg.test_spark_apply import ROWS, _make, _project, _rows, _unreferenced_outputs  # noqa: E402
 
@@ -44,7 +44,7 @@ def _converge(project: Any) -> None:
     raise AssertionError("plan -> apply did not converge in 3 rounds")
 
 
-@pytest.mark.parametrize("point", list(CRASH_POINTS))
+@pytest.mark.parametrize("point", COMPACT_CRASH_POINTS)
 def test_a_spark_rewrite_killed_at_a_crash_point_is_recovered_and_converges(
         iceberg_spark: Any, tmp_path: Path, point: str) -> None:
     spark = iceberg_spark

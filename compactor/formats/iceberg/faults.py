@@ -1,4 +1,5 @@
-"""The crash points of Iceberg's write path, and where they are (runtime/faults.py: tests arm them by name)."""
+"""The crash points of Iceberg's write paths, and where they are (runtime/faults.py: tests arm them by name):
+``COMPACT_CRASH_POINTS`` on a compact action's path (every engine), the maintenance action's (spark engine)."""
 
 from __future__ import annotations
 
@@ -9,3 +10,6 @@ CRASH_POINTS: dict[str, str] = {
     "iceberg.maintenance_checked": "a maintenance action's inputs are checked against the table; Iceberg's own "
                                    "action not yet run",
 }
+
+#: the points a compact action passes (the kill tests of the compaction path arm each)
+COMPACT_CRASH_POINTS: tuple[str, ...] = ("iceberg.journal_written", "iceberg.outputs_written", "iceberg.after_commit")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from compactor.formats.iceberg.faults import CRASH_POINTS
+from compactor.formats.iceberg.faults import COMPACT_CRASH_POINTS
 from tests.formats.contract.adapters import Adapter, rows_of
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ def _root(table: Path) -> Path:
 
 class IcebergAdapter(Adapter):
     name = "iceberg"
-    crash_points = tuple(CRASH_POINTS)
+    crash_points = COMPACT_CRASH_POINTS
     metadata_file = "metadata/00000-contract.metadata.json"
     policy = "    format: iceberg\n"
 
