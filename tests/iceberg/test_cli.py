@@ -197,13 +197,15 @@ def test_a_catalog_that_cannot_be_opened_is_exit_1_with_one_line(tmp_path: Path)
     assert "catalog 'cat'" in r.output
 
 
-def test_an_iceberg_policy_with_a_path_is_refused_at_its_line(tmp_path: Path) -> None:
-    text = ("version: 1\ntables:\n  - name: t\n    format: iceberg\n    path: /somewhere\n"
+def test_an_iceberg_policy_discovering_a_folder_is_refused_at_its_line(tmp_path: Path) -> None:
+    """A path names one table to plan read-only (tests/iceberg/test_path_table.py); a discover over folders
+    does not: an Iceberg table is found through its catalog."""
+    text = ("version: 1\ntables:\n  - name: t\n    format: iceberg\n    discover: {root: /somewhere}\n"
             "    compaction: {target_file_size: 1MiB}\n")
     project = Project.make(tmp_path, "t", policy_text=text)
     r = project.cli("validate")
     assert r.exit_code == 1, r.output
-    assert "t.yml:5:" in r.output and "named by a catalog" in r.output, r.output
+    assert "t.yml:3:" in r.output and "named by a catalog" in r.output, r.output
 
 
 def test_a_sql_catalog_without_uri_is_refused(tmp_path: Path) -> None:
