@@ -136,6 +136,18 @@ def rows(table: Table, snapshot_id: int | None = None) -> list[tuple[Any, ...]]:
     return sorted((tuple(r.values()) for r in data.to_pylist()), key=repr)
 
 
+def operations_since(table: Table, snapshot_id: int) -> list[str]:
+    """The operations of the snapshots committed after ``snapshot_id`` in the current history, oldest first."""
+    from pyiceberg.table.snapshots import ancestors_of
+
+    ops = []
+    for snap in ancestors_of(table.current_snapshot(), table.metadata):
+        if snap.snapshot_id == snapshot_id:
+            return list(reversed(ops))
+        ops.append(snap.summary.operation.value if snap.summary is not None else "?")
+    raise AssertionError(f"snapshot {snapshot_id} is not an ancestor of the current one")
+
+
 def _local(uri: str) -> str:
     """The local path of a ``file:`` URI (``file:/x`` as Hadoop writes it, ``file:///x`` as pyiceberg does)."""
     return uri.removeprefix("file:").removeprefix("//")

@@ -23,7 +23,6 @@ pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install
 from pyiceberg.catalog import Catalog  # noqa: E402
 from pyiceberg.expressions import EqualTo  # noqa: E402
 from pyiceberg.table import Table  # noqa: E402
-from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 
 from compactor.formats.iceberg import expire as expire_module  # noqa: E402
 from compactor.formats.iceberg.state import state_of  # noqa: E402
@@ -31,7 +30,7 @@ from compactor.runtime import faults  # noqa: E402
 from compactor.runtime.iceberg_catalog import RestCatalogSettings, open_catalog  # noqa: E402
 from tests.iceberg.project import Project, policy, rest_profiles  # noqa: E402
 from tests.iceberg.rest_server import RestRequest, RestServer  # noqa: E402
-from tests.iceberg.tables import append, leftovers, overwrite_file, rows, write_table  # noqa: E402
+from tests.iceberg.tables import append, leftovers, operations_since, overwrite_file, rows, write_table  # noqa: E402
 
 
 def _catalog(server: RestServer) -> Catalog:
@@ -54,16 +53,6 @@ def _authenticated(requests: list[RestRequest]) -> bool:
     """Whether every request but the token exchange carried the token issued for CREDENTIAL."""
     calls = [q for q in requests if q.path != "/v1/oauth/tokens"]
     return bool(calls) and all(q.bearer and "sub=compactor" in q.authorization for q in calls)
-
-
-def _since(table: Table, snapshot_id: int) -> list[str]:
-    """The operations of the snapshots committed after ``snapshot_id``, oldest first."""
-    ops = []
-    for snap in ancestors_of(table.current_snapshot(), table.metadata):
-        if snap.snapshot_id == snapshot_id:
-            return list(reversed(ops))
-        ops.append(snap.summary.operation.value if snap.summary is not None else "?")
-    raise AssertionError(f"snapshot {snapshot_id} is not an ancestor of the current one")
 
 
 def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_and_converges(
@@ -103,7 +92,7 @@ def test_plan_apply_through_the_rest_catalog_replaces_exactly_the_planned_files_
     assert _authenticated(applied) and [q for q in applied if q.method == "POST" and name in q.path]
 
     t = _catalog(rest_catalog).load_table(f"db.{name}")  # read back through a new client
-    ops = _since(t, planned.snapshot_id)  # the append, then one replace per commit group
+    ops = operations_since(t, planned.snapshot_id)  # the append, then one replace per commit group
     assert ops[0] == "append" and len(ops) >= 2 and set(ops[1:]) == {"replace"}, ops
     assert rows(t) == before and rows(t, planned.snapshot_id) == at_plan
     after = {f.path for f in state_of(t, f"db.{name}").files}
@@ -166,7 +155,7 @@ def test_a_change_through_the_rest_catalog_after_planning_makes_the_action_stale
     assert r.exit_code == 0, r.output  # a stale action is no failure: the next plan takes the table as it is
     assert [x["status"] for x in project.results()] == ["stale"], project.results()
     t = _catalog(rest_catalog).load_table(f"db.{name}")
-    assert _since(t, project.table_plan()["version"]) == ["overwrite"]  # the change alone: nothing committed
+    assert operations_since(t, project.table_plan()["version"]) == ["overwrite"]  # the change alone: nothing committed
     assert first not in {f.path for f in state_of(t, f"db.{name}").files}
     assert leftovers(t) == []
 

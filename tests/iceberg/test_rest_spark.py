@@ -17,7 +17,6 @@ import pytest
 pytest.importorskip("pyiceberg", reason="pyiceberg is not installed (pip install 'compactor[iceberg]')")
 
 from pyiceberg.table import Table  # noqa: E402
-from pyiceberg.table.snapshots import ancestors_of  # noqa: E402
 
 from compactor.formats.iceberg.state import state_of  # noqa: E402
 from compactor.runtime import faults  # noqa: E402
@@ -25,7 +24,7 @@ from compactor.runtime.iceberg_catalog import RestCatalogSettings, load_table, o
 from tests.iceberg.project import Project, policy, rest_profiles  # noqa: E402
 from tests.iceberg.rest_server import RestServer  # noqa: E402
 from tests.iceberg.spark_tables import register_rest_catalog  # noqa: E402
-from tests.iceberg.tables import leftovers  # noqa: E402
+from tests.iceberg.tables import leftovers, operations_since  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.iceberg_jars, pytest.mark.delta_jars]
 
@@ -61,15 +60,6 @@ def _table(server: RestServer, cat: str, name: str) -> Table:
     """The table as a new pyiceberg client of the server loads it."""
     settings = RestCatalogSettings(cat, server.uri)
     return load_table(open_catalog(settings), settings, f"db.{name}")
-
-
-def _since(table: Table, snapshot_id: int) -> list[str]:
-    ops = []
-    for snap in ancestors_of(table.current_snapshot(), table.metadata):
-        if snap.snapshot_id == snapshot_id:
-            return list(reversed(ops))
-        ops.append(snap.summary.operation.value if snap.summary is not None else "?")
-    raise AssertionError(f"snapshot {snapshot_id} is not an ancestor of the current one")
 
 
 #: an OAuth2 client credential: the server issues a token for it (to pyiceberg and to Iceberg's Java client)
@@ -115,7 +105,7 @@ def test_spark_engine_through_the_rest_catalog_replaces_exactly_the_planned_file
     assert all(q.bearer and "sub=compactor" in q.authorization for q in calls), calls
 
     table = _table(rest_catalog, cat, name)
-    ops = _since(table, planned.snapshot_id)
+    ops = operations_since(table, planned.snapshot_id)
     assert ops[0] == "append" and set(ops[1:]) == {"replace"}, ops
     after = {f.path for f in state_of(table, f"db.{name}").files}
     assert planned_paths - after == planned_paths  # exactly the planned files removed
