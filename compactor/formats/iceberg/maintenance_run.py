@@ -34,7 +34,7 @@ from compactor.formats.iceberg.maintenance_actions import (
 )
 from compactor.formats.iceberg.maintenance_plan import rewritten_manifests
 from compactor.formats.iceberg.native_scope import ScopeProblem, partition_scope
-from compactor.formats.iceberg.spark import java_table
+from compactor.formats.iceberg.spark import committed_snapshot, java_commit_failure, java_table
 from compactor.formats.iceberg.spark_filter import IcebergFilter
 from compactor.formats.iceberg.spark_rewrite import check_runtime
 from compactor.formats.iceberg.state import IcebergState, state_of
@@ -135,12 +135,11 @@ def _run(action: IcebergMaintenanceAction, ctx: ActionContext, planned: IcebergS
     try:
         result = job.execute()
     except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exception; its class name says which
-        java = str(getattr(e, "java_exception", e)).strip()
-        first = java.splitlines()[0] if java else type(e).__name__
-        if "ValidationException" in java or "CommitFailedException" in java:
-            raise StalePlanError(f"{name}: {action.type} not committed, the plan is stale: {first}",
+        failure = java_commit_failure(e)
+        if failure.stale:
+            raise StalePlanError(f"{name}: {action.type} not committed, the plan is stale: {failure.first}",
                                  hint="plan again") from None
-        raise ApplyError(f"{name}: Iceberg's {action.type} failed: {first}; nothing was committed") from None
+        raise ApplyError(f"{name}: Iceberg's {action.type} failed: {failure.first}; nothing was committed") from None
     return _verified(action, ctx, table, spark, jtable, result)
 
 
@@ -169,15 +168,10 @@ def _scoped_deletes(spark: Any, jtable: Any, expression: Any) -> set[str]:
 def _committed(jtable: Any, properties: Mapping[str, str], where: str) -> tuple[int, int]:
     """(the snapshot the action committed, its parent): the newest in the current history whose summary
     holds ``properties``."""
-    jtable.refresh()
-    snapshot = jtable.currentSnapshot()
-    while snapshot is not None:
-        summary = snapshot.summary()
-        if all(summary.get(k) == v for k, v in properties.items()) and snapshot.parentId() is not None:
-            return int(snapshot.snapshotId()), int(snapshot.parentId())
-        parent = snapshot.parentId()
-        snapshot = jtable.snapshot(parent) if parent is not None else None
-    raise ApplyError(f"{where}: the action's snapshot is not in the table's history after its commit")
+    snapshot = committed_snapshot(jtable, properties)
+    if snapshot is None or snapshot.parentId() is None:
+        raise ApplyError(f"{where}: the action's snapshot is not in the table's history after its commit")
+    return int(snapshot.snapshotId()), int(snapshot.parentId())
 
 
 def _rows(spark: Any, jtable: Any, snapshot_id: int) -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -242,6 +243,40 @@ def java_table(spark: Any, location: TableLocation) -> Iterator[Any]:
             catalog.close()
         except Exception as e:  # noqa: BLE001 - the action's outcome stands
             log.debug("closing %s: %s", describe(settings), e)
+
+
+@dataclass(frozen=True)
+class JavaCommitFailure:
+    """An Iceberg commit's failure as py4j hands it over: the first line of the JVM's exception, and what the
+    exception class its text names says of the commit."""
+
+    first: str
+    #: ``CommitStateUnknownException``: the catalog did not say whether the commit landed
+    unknown: bool
+    #: ``ValidationException`` or ``CommitFailedException``: the table changed, nothing was committed
+    stale: bool
+
+
+def java_commit_failure(e: BaseException) -> JavaCommitFailure:
+    """What a failed commit of Iceberg's Java library (a ``RewriteFiles``, a Spark action) says."""
+    java = str(getattr(e, "java_exception", e)).strip()
+    return JavaCommitFailure(java.splitlines()[0] if java else type(e).__name__, "CommitStateUnknownException" in java,
+                             "ValidationException" in java or "CommitFailedException" in java)
+
+
+def committed_snapshot(jtable: Any, properties: Mapping[str, str], operation: str | None = None) -> Any | None:
+    """The newest snapshot in the Java table's current history (read again) whose summary holds ``properties``
+    (and whose operation is ``operation``): the one a commit carrying them made, other writers' after it aside."""
+    jtable.refresh()
+    snapshot = jtable.currentSnapshot()
+    while snapshot is not None:
+        summary = snapshot.summary()
+        if (operation is None or str(snapshot.operation()) == operation) \
+                and all(summary.get(k) == v for k, v in properties.items()):
+            return snapshot
+        parent = snapshot.parentId()
+        snapshot = jtable.snapshot(parent) if parent is not None else None
+    return None
 
 
 def iceberg_version(spark: Any) -> str:

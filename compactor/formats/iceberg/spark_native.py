@@ -39,7 +39,7 @@ from compactor.formats.iceberg.actions import NATIVE_SEMANTICS
 from compactor.formats.iceberg.native_scope import ScopeProblem, planned_scopes
 from compactor.formats.iceberg.read import iceberg_state
 from compactor.formats.iceberg.replace import CommitOutcomeUnknown, StaleReplaceError, stale_by_group
-from compactor.formats.iceberg.spark import java_table, use_session_loader
+from compactor.formats.iceberg.spark import java_commit_failure, java_table, use_session_loader
 from compactor.formats.iceberg.spark_filter import IcebergFilter
 from compactor.formats.iceberg.spark_rewrite import SparkRewrite, check_runtime
 from compactor.models.results import ActionDetails
@@ -188,15 +188,14 @@ def _execute(spark: Any, jtable: Any, expression: Any, options: Mapping[str, str
     try:
         return action.execute()
     except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exception; its text names the cause's class
-        java = str(getattr(e, "java_exception", e))
-        first = java.strip().splitlines()[0] if java.strip() else type(e).__name__
-        if "CommitStateUnknownException" in java:
+        failure = java_commit_failure(e)
+        if failure.unknown:
             raise CommitOutcomeUnknown(f"{where}: the catalog did not say whether rewrite_data_files' commit landed: "
-                                       f"{first}") from None
-        if "ValidationException" in java or "CommitFailedException" in java:
-            raise StalePlanError(f"{where}: not committed, the table changed while rewrite_data_files ran: {first}",
-                                 hint="plan again") from None
-        raise ApplyError(f"{where}: rewrite_data_files failed: {first}; nothing was committed") from None
+                                       f"{failure.first}") from None
+        if failure.stale:
+            raise StalePlanError(f"{where}: not committed, the table changed while rewrite_data_files ran: "
+                                 f"{failure.first}", hint="plan again") from None
+        raise ApplyError(f"{where}: rewrite_data_files failed: {failure.first}; nothing was committed") from None
 
 
 def _own_snapshot(table: Table, properties: Mapping[str, str]) -> Snapshot | None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError, VerificationError
-from compactor.formats.iceberg.spark import iceberg_version, use_session_loader
+from compactor.formats.iceberg.spark import committed_snapshot, iceberg_version, java_commit_failure, use_session_loader
 
 if TYPE_CHECKING:
     from compactor.formats.iceberg.state import IcebergState
@@ -306,27 +306,16 @@ class SparkRewrite:
         try:
             rewrite.commit()
         except Exception as e:  # noqa: BLE001 - py4j wraps the JVM's exception; its class name says which
-            java = str(getattr(e, "java_exception", e))
-            first = java.strip().splitlines()[0] if java.strip() else type(e).__name__
-            if "CommitStateUnknownException" in java:
+            failure = java_commit_failure(e)
+            if failure.unknown:
                 raise CommitOutcomeUnknown(f"{where}: the catalog did not say whether the replace commit landed: "
-                                           f"{first}; its outputs are kept until the table's history shows") from None
-            if "ValidationException" in java or "CommitFailedException" in java:
-                raise StalePlanError(f"{where}: not committed, the plan is stale: {first}", hint="plan again") from None
-            raise ApplyError(f"{where}: the replace commit failed: {first}; nothing was committed") from None
-        return self._committed(properties)
-
-    def _committed(self, properties: Mapping[str, str]) -> int:
-        """The id of the snapshot this commit made: the newest in the current history whose summary holds
-        ``properties`` (other writers may have committed after it)."""
-        self.jtable.refresh()
-        snapshot = self.jtable.currentSnapshot()
-        while snapshot is not None:
-            summary = snapshot.summary()
-            if str(snapshot.operation()) == "replace" and all(summary.get(k) == v for k, v in properties.items()):
-                return int(snapshot.snapshotId())
-            parent = snapshot.parentId()
-            snapshot = self.jtable.snapshot(parent) if parent is not None else None
-        raise ApplyError(f"{self.planned.identifier}: the replace snapshot is not in the table's history after "
-                         "its commit")
+                                           f"{failure.first}; its outputs are kept until the table's history shows") from None
+            if failure.stale:
+                raise StalePlanError(f"{where}: not committed, the plan is stale: {failure.first}",
+                                     hint="plan again") from None
+            raise ApplyError(f"{where}: the replace commit failed: {failure.first}; nothing was committed") from None
+        snapshot = committed_snapshot(self.jtable, properties, "replace")
+        if snapshot is None:
+            raise ApplyError(f"{where}: the replace snapshot is not in the table's history after its commit")
+        return int(snapshot.snapshotId())
 
