@@ -10,11 +10,11 @@ Iceberg's action would rewrite (stale otherwise: nothing is committed)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
+from compactor.formats.iceberg.retention_actions import ListedFiles
 from compactor.planning.actions import Action, ActionRow, partition_label
 from compactor.planning.skips import SkipKind
 from compactor.policy.model import TablePolicy
@@ -24,7 +24,7 @@ _FILES = {"items": {"type": "string", "minLength": 1}, "minItems": 1}
 
 
 @dataclass(frozen=True, kw_only=True)
-class IcebergMaintenanceAction(Action):
+class IcebergMaintenanceAction(ListedFiles, Action):
     """What both maintenance actions share: the partition spec they are scoped to and the files they
     rewrite (delete files or manifests, not live data files: only the digest is checked before they run)."""
 
@@ -32,17 +32,9 @@ class IcebergMaintenanceAction(Action):
     #: the files it rewrites (sorted)
     files: tuple[str, ...] = field(default=(), metadata={"schema": _FILES, "required": True})
 
-    @property
-    def digested_paths(self) -> tuple[str, ...]:
-        return self.files
-
-    def check(self, live: Collection[str]) -> None:
-        """Only the digest: apply re-checks the listed files on the table itself (maintenance_run.py)."""
-        self.precondition.check_digest(self.files)
-
     def _shape_problems(self) -> list[str]:
-        out = [] if self.input_files == len(self.files) else [
-            f"input_files {self.input_files} does not match the {len(self.files)} file(s) it lists"]
+        """Besides the count (apply re-checks the listed files on the table itself: maintenance_run.py)."""
+        out = self._count_problems()
         if len(set(self.files)) != len(self.files):
             out.append("a file is listed twice")
         return out

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
-from compactor.planning.actions import Action, ActionRow
+from compactor.planning.actions import Action, ActionRow, Precondition
 from compactor.planning.skips import SkipKind
 from compactor.policy.model import Retention, TablePolicy
 from compactor.units import format_duration, format_size
@@ -28,8 +28,29 @@ def _retention(policy: TablePolicy) -> Retention | None:
     return policy.retention if policy.enabled else None
 
 
+class ListedFiles:
+    """An Iceberg action whose ``files`` are no live data files (files it deletes; delete files or manifests it
+    rewrites): only the precondition's digest of them is checked before it runs, and apply re-derives the
+    rest from the table as it is then."""
+
+    files: tuple[str, ...]
+    input_files: int
+    precondition: Precondition
+
+    @property
+    def digested_paths(self) -> tuple[str, ...]:
+        return self.files
+
+    def check(self, live: Collection[str]) -> None:
+        self.precondition.check_digest(self.files)
+
+    def _count_problems(self) -> list[str]:
+        return ([] if self.input_files == len(self.files)
+                else [f"input_files {self.input_files} does not match the {len(self.files)} file(s) it lists"])
+
+
 @dataclass(frozen=True, kw_only=True)
-class IcebergRetentionAction(Action):
+class IcebergRetentionAction(ListedFiles, Action):
     """What both retention actions share: the policy's age and the instant it was measured from, and the
     files they delete (not live files: the digest alone is checked before they run)."""
 
@@ -39,18 +60,6 @@ class IcebergRetentionAction(Action):
     horizon_ms: int = field(metadata={"schema": _NOT_NEGATIVE, "required": True})
     #: the files it deletes (sorted), each only once the deletion gate proves no snapshot references it
     files: tuple[str, ...] = field(default=(), metadata={"schema": _FILES, "required": True})
-
-    @property
-    def digested_paths(self) -> tuple[str, ...]:
-        return self.files
-
-    def check(self, live: Collection[str]) -> None:
-        """Only the digest: the files it deletes are not live (apply re-derives the rest from the table)."""
-        self.precondition.check_digest(self.files)
-
-    def _count_problems(self) -> list[str]:
-        return ([] if self.input_files == len(self.files)
-                else [f"input_files {self.input_files} does not match the {len(self.files)} file(s) it lists"])
 
 
 @dataclass(frozen=True, kw_only=True)
