@@ -37,7 +37,8 @@ from compactor.planning.scope import partition_scope
 from compactor.policy.model import Retention, TablePolicy
 
 #: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
-#: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size
+#: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size: the default of a policy's
+#: ``compaction.triggers.max_deleted_rows_ratio`` on a Delta table
 MAX_DELETED_ROWS_RATIO = 0.05
 #: the bin model of compactor's own rewrite (both engines): the same greedy, ascending-size packing as
 #: delta-spark OPTIMIZE, so native OPTIMIZE and the rewrite produce the same files
@@ -67,7 +68,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     files = state.files
     eligible = forced = None
     if native_possible(engine, c.method):
-        forced = _deletion_candidates(state)
+        forced = _deletion_candidates(state, deleted_rows_ratio(policy))
     else:
         eligible, sk = _rewrite_eligibility(state)
         skips += sk
@@ -198,15 +199,22 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
     return pc.invert(bad), skips
 
 
-def _deletion_candidates(state: TableState) -> pa.Array | None:
+def deleted_rows_ratio(policy: TablePolicy) -> float:
+    """The policy's ``max_deleted_rows_ratio``, Delta's default when it sets none."""
+    ratio = policy.compaction.triggers.max_deleted_rows_ratio
+    return MAX_DELETED_ROWS_RATIO if ratio is None else ratio
+
+
+def _deletion_candidates(state: TableState, ratio: float) -> pa.Array | None:
     """Files delta-spark OPTIMIZE rewrites whatever their size: a deletion vector deleting more than
-    MAX_DELETED_ROWS_RATIO of its rows (or any DV on a file without a row count)."""
+    ``ratio`` of its rows (or any DV on a file without a row count). OPTIMIZE still drops a bin of one file
+    (OptimizeTableCommand.groupFilesIntoBins keeps single-file bins only for REORG): so does the plan."""
     deleted = delta_facts(state).with_deletion_vector
     if "deleted_rows" not in state.files.column_names or not deleted:
         return None
     rows = state.files.column("num_records")
     dels = state.files.column("deleted_rows")
-    ratio_over = pc.greater(pc.divide(pc.cast(dels, pa.float64()), pc.cast(rows, pa.float64())), MAX_DELETED_ROWS_RATIO)
+    ratio_over = pc.greater(pc.divide(pc.cast(dels, pa.float64()), pc.cast(rows, pa.float64())), ratio)
     unknown = pc.and_(pc.greater(dels, 0), pc.is_null(rows))
     return pc.fill_null(pc.or_(ratio_over, unknown), False)
 
