@@ -18,6 +18,7 @@ from compactor.formats.delta.plan.actions import (
     VacuumAction,
     duplicate_blocker,
 )
+from compactor.formats.delta.plan.purge import plan_purge
 from compactor.formats.delta.plan.retention import (
     DEFAULTS,
     DELETED,
@@ -26,7 +27,7 @@ from compactor.formats.delta.plan.retention import (
     parse_interval,
     vacuum_retention_hours,
 )
-from compactor.formats.delta.plan.support import native_possible, unsupported_reason
+from compactor.formats.delta.plan.support import native_possible, purge_possible, unsupported_reason
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition
@@ -75,6 +76,18 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
+        files = files.filter(keep)
+        eligible = eligible.filter(keep) if eligible is not None else None
+        forced = forced.filter(keep) if forced is not None else None
+    facts = delta_facts(state)
+    purges, sk = plan_purge(policy, files, state.partition_columns, state.version, deleted=facts.deleted_rows,
+                            vectors=facts.deletion_vectors, where=where, engine_can_purge=purge_possible(engine),
+                            today=now.date())
+    actions += purges
+    skips += sk
+    purged = [p for a in purges for p in a.input_paths]
+    if purged:  # the purge rewrites these (first): never also a compaction's inputs
+        keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(purged, pa.string())))
         files = files.filter(keep)
         eligible = eligible.filter(keep) if eligible is not None else None
         forced = forced.filter(keep) if forced is not None else None
