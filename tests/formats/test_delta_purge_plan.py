@@ -157,3 +157,25 @@ def test_max_deleted_rows_ratio_makes_a_dv_file_an_optimize_candidate(fixtures_d
     assert not binned(None) & dv  # default 0.05: no file here is 5% deleted
     low = binned(0.0001)
     assert low & dv and low - dv
+
+
+def test_the_purge_and_optimize_sql_are_data() -> None:
+    from compactor.formats.delta.spark_sql import optimize_conf, reorg_purge_sql
+
+    assert reorg_purge_sql("/lake/t", {"bucket": "0", "d": None}) == \
+        "REORG TABLE delta.`/lake/t` WHERE `bucket` = '0' AND `d` IS NULL APPLY (PURGE)"
+    assert reorg_purge_sql("/lake/t", {}) == "REORG TABLE delta.`/lake/t` APPLY (PURGE)"
+    assert optimize_conf(100, 50)["spark.databricks.delta.optimize.maxDeletedRowsRatio"] == "0.05"
+    assert optimize_conf(100, 50, 0.2)["spark.databricks.delta.optimize.maxDeletedRowsRatio"] == "0.2"
+
+
+def test_the_policy_ratio_travels_with_the_compaction(fixtures_dir: Path) -> None:
+    """The native OPTIMIZE runs with the ratio the plan chose its candidates with (apply/native.py)."""
+    state = _state(fixtures_dir, "delta-misc/partitioned-table-with-dv-large")
+    policy = _policy(state.uri, min_file_size=1000, ratio=0.0001)
+    plan = plan_delta_table(policy, state, now=NOW, engine="spark")
+    compacts = [a for a in plan.actions if isinstance(a, CompactAction)]
+    assert compacts and {a.max_deleted_rows_ratio for a in compacts} == {0.0001}
+    assert action_problems(compacts[0], policy, plan) == []
+    assert "max_deleted_rows_ratio 0.0001 is not the policy's 0.2" in action_problems(
+        compacts[0], _policy(state.uri, min_file_size=1000, ratio=0.2), plan)
