@@ -179,3 +179,37 @@ def test_the_policy_ratio_travels_with_the_compaction(fixtures_dir: Path) -> Non
     assert action_problems(compacts[0], policy, plan) == []
     assert "max_deleted_rows_ratio 0.0001 is not the policy's 0.2" in action_problems(
         compacts[0], _policy(state.uri, min_file_size=1000, ratio=0.2), plan)
+
+
+def test_inspect_and_report_show_soft_deleted_rows_per_partition(fixtures_dir: Path, tmp_path: Path) -> None:
+    import re
+
+    from click.testing import CliRunner
+
+    from compactor.cli.inspect import command as inspect_command
+    from compactor.cli.report import command as report_command
+
+    table = fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"
+    r = CliRunner().invoke(inspect_command, [str(table), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.output)
+    assert report["deleted_rows"] == sum(LARGE_DELETED.values())
+    assert {p["partition"].removeprefix("partCol="): p["deleted_rows"] for p in report["partitions"]
+            if p["deleted_rows"]} == LARGE_DELETED
+    assert next(p for p in report["partitions"] if p["partition"] == "partCol=0")["rows"] == 200
+    r = CliRunner().invoke(inspect_command, [str(table)])
+    assert r.exit_code == 0, r.output
+    assert "soft-deleted rows: 14" in r.output and "partCol=0: 1 file(s), 1.4 KiB, 4 soft-deleted row(s) (2.0% of its rows)" \
+        in r.output
+
+    proj = tmp_path / "proj"
+    (proj / "policies").mkdir(parents=True)
+    (proj / "compactor.yml").write_text("name: p\n")
+    (proj / "policies" / "t.yml").write_text(f"version: 1\ntables:\n  - name: t\n    path: {table}\n")
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(report_command, ["--project-dir", str(proj), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    tile = re.search(r'data-tile="soft-deleted rows">.*?class="v">([^<]+)<', page, re.S)
+    assert tile is not None and tile.group(1) == "14"
+    assert "<b>14</b> soft-deleted rows in 7 partition(s) (most in partCol=0: 4)" in page
