@@ -81,6 +81,7 @@ def test_reorg_purges_the_partition_over_the_threshold(delta_spark: Any, tmp_pat
     assert run.ok, [(r.status, r.error) for r in run.results]
     (result,) = run.results
     assert result.rows_before == result.rows_after == 1000 - 800
+    assert (result.files_removed, result.files_added) == (purge.input_files, purge.expected_output_files)
     assert _rows(delta_spark, p) == before
     live = live_adds(t)
     assert not [a for a in live if a.get("deletionVector") and "bucket=0" in a["path"]]
@@ -93,3 +94,21 @@ def test_reorg_purges_the_partition_over_the_threshold(delta_spark: Any, tmp_pat
     (tp2,) = again.tables
     assert not tp2.actions
     assert [s.partition for s in tp2.skipped if s.reason == PurgeSkipReason.BELOW_PURGE_THRESHOLD] == [{"bucket": "1"}]
+
+
+@pytest.mark.delta_jars
+def test_a_delete_after_planning_makes_the_purge_stale(delta_spark: Any, tmp_path: Path) -> None:
+    """A DELETE of more rows of a planned file keeps its path live but changes its deletion vector: the
+    purge is stale, REORG never runs, every row stays as the DELETE left it."""
+    t = tmp_path / "t"
+    p = str(t)
+    _dv_table(delta_spark, p)
+    plan = _plan(t)
+    delta_spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 = 9")
+    after_delete = _rows(delta_spark, p)
+    versions = sorted(int(f.name[:20]) for f in (t / "_delta_log").glob("*.json"))
+    run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK), watch_s=0)
+    assert [r.status for r in run.results] == ["stale"], [(r.status, r.error) for r in run.results]
+    assert "different deletion vector" in (run.results[0].error or "")
+    assert sorted(int(f.name[:20]) for f in (t / "_delta_log").glob("*.json")) == versions
+    assert _rows(delta_spark, p) == after_delete

@@ -22,6 +22,7 @@ from compactor.formats.delta.apply.commit import MARKER, find_commit
 from compactor.formats.delta.apply.context import fence, handle
 from compactor.formats.delta.apply.native import outcome_from_log
 from compactor.formats.delta.plan.purge_action import PurgeAction
+from compactor.formats.delta.read.deletion_vectors import logged_deletion_vectors
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.formats.delta.read.log_replay import dv_key
 from compactor.formats.delta.spark_sql import optimize_conf, reorg_purge_sql
@@ -36,10 +37,12 @@ def run_purge(action: PurgeAction, ctx: ActionContext) -> ActionOutcome:
         raise UnsupportedTableError(f"{ctx.table.name}: a purge of deletion vectors runs on the spark engine "
                                     "(delta-spark's REORG TABLE ... APPLY (PURGE))",
                                     hint="apply with a target whose engine is spark, with the Delta jars")
-    vectors = delta_facts(ctx.state).deletion_vectors
-    action.check_deletion_vectors(None if vectors is None else {p: v.id for p, v in vectors.items()})
     dt = handle(ctx)
     read_version = dt.version()
+    vectors = delta_facts(ctx.state).deletion_vectors
+    if vectors is None or ctx.state.version != read_version:  # read at the version the REORG starts from
+        vectors = logged_deletion_vectors(ctx.location, read_version)
+    action.check_deletion_vectors(None if vectors is None else {p: v.id for p, v in vectors.items()})
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
     sql = reorg_purge_sql(engine.hadoop_path(ctx.table.path), action.partition)
     # REORG packs as OPTIMIZE does (maxFileSize); its own minFileSize and ratio are 0 whatever the session says

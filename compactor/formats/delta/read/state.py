@@ -240,7 +240,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     except Exception as e:  # delta-rs raises several types (DeltaError, OSError, PanicException...)
         raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
     dv_enabled = "deletionVectors" in (proto.reader_features or ())
-    logged = logged_deletion_vectors(where, v) if dv_enabled and version is None and table is None else None
+    logged = logged_deletion_vectors(where, v) if dv_enabled and version is None else None
     if logged is not None and set(logged) <= set(files.column("path").to_pylist()):
         deleted: dict[str, int] | None = {p: d.cardinality for p, d in logged.items()}
     else:  # the log could not be replayed with certainty: delta-rs materialises every DV
