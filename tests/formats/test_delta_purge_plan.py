@@ -213,3 +213,24 @@ def test_inspect_and_report_show_soft_deleted_rows_per_partition(fixtures_dir: P
     tile = re.search(r'data-tile="soft-deleted rows">.*?class="v">([^<]+)<', page, re.S)
     assert tile is not None and tile.group(1) == "14"
     assert "<b>14</b> soft-deleted rows in 7 partition(s) (most in partCol=0: 4)" in page
+
+
+def test_a_file_the_purge_rewrites_is_no_input_of_the_compaction_beside_it(fixtures_dir: Path) -> None:
+    """partCol=3's file with a deletion vector (1% dead) is an OPTIMIZE candidate at ratio 0.0001, binned with
+    the partition's small file; purged at min_deleted_ratio 0.005, the purge takes it and the compaction
+    leaves it (no file in two actions)."""
+    state = _state(fixtures_dir, "delta-misc/partitioned-table-with-dv-large")
+    policy = _policy(state.uri, min_file_size=1000, ratio=0.0001)
+
+    def inputs(p: TablePolicy) -> tuple[set[str], set[str]]:
+        plan = plan_delta_table(p, state, now=NOW, engine="spark")
+        return ({x for a in plan.actions if isinstance(a, PurgeAction) for x in a.input_paths if "partCol=3/" in x},
+                {x for a in plan.actions if isinstance(a, CompactAction) for x in a.input_paths if "partCol=3/" in x})
+
+    purged, compacted = inputs(policy)
+    assert not purged and len(compacted) == 2
+    dv_file = set(delta_facts(state).deleted_rows or ()) & compacted
+    assert len(dv_file) == 1
+    purged, compacted = inputs(replace(policy, compaction=replace(policy.compaction, purge=Purge(
+        enabled=True, min_deleted_ratio=0.005))))
+    assert purged == dv_file and not compacted
