@@ -28,18 +28,19 @@ RATIO_KEY = "spark.databricks.delta.optimize.maxDeletedRowsRatio"
 
 
 def _dv_table(spark: Any, p: str) -> None:
-    """bucket 0: 1000 rows in 2 files, then DELETE, UPDATE and MERGE leave 80% of them soft-deleted;
-    bucket 1: 1000 rows, 1% deleted."""
+    """bucket 0 (even ids): 1000 rows in 2 files, then DELETE, UPDATE and MERGE leave 80% of them
+    soft-deleted in those files (the UPDATE writes its 200 rows anew); bucket 1 (odd ids): 1000 rows, 1%
+    deleted."""
     spark.sql(f"CREATE TABLE delta.`{p}` (id BIGINT, bucket INT, v STRING) USING delta PARTITIONED BY (bucket) "
               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true', 'delta.enableChangeDataFeed' = 'true')")
     (spark.range(0, 2000).selectExpr("id", "CAST(id % 2 AS INT) AS bucket", "CAST(id AS STRING) AS v")
      .repartition(2).write.format("delta").mode("append").save(p))
-    spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 < 6")  # 60% of bucket 0
-    spark.sql(f"UPDATE delta.`{p}` SET v = 'u' WHERE bucket = 0 AND id % 10 = 6")  # 10% moved to a new file
+    spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 IN (0, 2)")  # 40% of bucket 0
+    spark.sql(f"UPDATE delta.`{p}` SET v = 'u' WHERE bucket = 0 AND id % 10 = 4")  # 20%, rewritten elsewhere
     spark.range(0, 2000).selectExpr("id", "CAST(id % 2 AS INT) AS bucket").createOrReplaceTempView("src")
-    spark.sql(f"MERGE INTO delta.`{p}` t USING (SELECT * FROM src WHERE bucket = 0 AND id % 10 = 8) s "
-              "ON t.id = s.id WHEN MATCHED THEN DELETE")  # 10% more
-    spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 1 AND id % 100 = 1")  # 1% of bucket 1
+    spark.sql(f"MERGE INTO delta.`{p}` t USING (SELECT * FROM src WHERE bucket = 0 AND id % 10 = 6) s "
+              "ON t.id = s.id WHEN MATCHED THEN DELETE")  # 20% more
+    spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 1 AND id % 200 = 1")  # 10 rows: 1% of bucket 1
 
 
 def _plan(path: Path) -> Plan:
@@ -67,7 +68,7 @@ def test_reorg_purges_the_partition_over_the_threshold(delta_spark: Any, tmp_pat
     assert [a.partition for a in purges] == [{"bucket": "0"}]
     (purge,) = purges
     dv_files = {a["path"] for a in live_adds(t) if a.get("deletionVector") and "bucket=0" in a["path"]}
-    assert set(purge.input_paths) == dv_files and purge.deleted_rows == 600 + 100 + 100
+    assert set(purge.input_paths) == dv_files and purge.deleted_rows == 800 and purge.partition_rows == 1200
     below = [s for s in tp.skipped if s.reason == PurgeSkipReason.BELOW_PURGE_THRESHOLD]
     assert [(s.partition, s.details["deleted_rows"]) for s in below] == [({"bucket": "1"}, 10)]
     assert not [a for a in tp.actions if not isinstance(a, PurgeAction)]  # every file is large: no compaction
@@ -104,7 +105,7 @@ def test_a_delete_after_planning_makes_the_purge_stale(delta_spark: Any, tmp_pat
     p = str(t)
     _dv_table(delta_spark, p)
     plan = _plan(t)
-    delta_spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 = 9")
+    delta_spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 = 8")
     after_delete = _rows(delta_spark, p)
     versions = sorted(int(f.name[:20]) for f in (t / "_delta_log").glob("*.json"))
     run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK), watch_s=0)

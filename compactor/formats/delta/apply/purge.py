@@ -32,11 +32,14 @@ METHOD = "native REORG ... APPLY (PURGE)"
 
 
 def run_purge(action: PurgeAction, ctx: ActionContext) -> ActionOutcome:
+    from compactor.formats.delta.spark import delta_sql_available
+
     engine: Any = ctx.engine()
-    if not isinstance(engine, SqlEngine):
-        raise UnsupportedTableError(f"{ctx.table.name}: a purge of deletion vectors runs on the spark engine "
-                                    "(delta-spark's REORG TABLE ... APPLY (PURGE))",
-                                    hint="apply with a target whose engine is spark, with the Delta jars")
+    if not isinstance(engine, SqlEngine) or not delta_sql_available(engine):
+        raise UnsupportedTableError(f"{ctx.table.name}: a purge of deletion vectors runs on the spark engine with "
+                                    "the Delta jars (delta-spark's REORG TABLE ... APPLY (PURGE))",
+                                    hint="apply with a target whose engine is spark and whose profile sets "
+                                         "spark.delta_jars")
     dt = handle(ctx)
     read_version = dt.version()
     vectors = delta_facts(ctx.state).deletion_vectors
