@@ -7,6 +7,7 @@ settings are as they were, and a second plan has nothing left to purge."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,8 @@ def test_reorg_purges_the_partition_over_the_threshold(delta_spark: Any, tmp_pat
     purges = [a for a in tp.actions if isinstance(a, PurgeAction)]
     assert [a.partition for a in purges] == [{"bucket": "0"}]
     (purge,) = purges
-    dv_files = {a["path"] for a in live_adds(t) if a.get("deletionVector") and "bucket=0" in a["path"]}
+    live_adds_before = live_adds(t)
+    dv_files = {a["path"] for a in live_adds_before if a.get("deletionVector") and "bucket=0" in a["path"]}
     assert set(purge.input_paths) == dv_files and purge.deleted_rows == 800 and purge.partition_rows == 1200
     below = [s for s in tp.skipped if s.reason == PurgeSkipReason.BELOW_PURGE_THRESHOLD]
     assert [(s.partition, s.details["deleted_rows"]) for s in below] == [({"bucket": "1"}, 10)]
@@ -81,8 +83,14 @@ def test_reorg_purges_the_partition_over_the_threshold(delta_spark: Any, tmp_pat
         delta_spark.conf.unset(RATIO_KEY)
     assert run.ok, [(r.status, r.error) for r in run.results]
     (result,) = run.results
-    assert result.rows_before == result.rows_after == 1000 - 800
-    assert (result.files_removed, result.files_added) == (purge.input_files, purge.expected_output_files)
+    # delta-spark's UPDATE on a table with the change feed wrote its 200 rows into files that also hold
+    # `_change_type` and `__is_cdc`, columns the table does not have: REORG purges those files too
+    # (DeltaPurgeOperation: files with dropped columns), unplanned; their rows are verified with the rest
+    extra = [a for a in live_adds_before if "bucket=0" in a["path"] and not a.get("deletionVector")]
+    assert len(extra) == 2 and "also rewrote 2 file(s)" in (result.details.note or "")
+    assert purge.rows == 200 and result.rows_before == result.rows_after == 200 + sum(
+        json.loads(a["stats"])["numRecords"] for a in extra)
+    assert (result.files_removed, result.files_added) == (purge.input_files + 2, purge.expected_output_files)
     assert _rows(delta_spark, p) == before
     live = live_adds(t)
     assert not [a for a in live if a.get("deletionVector") and "bucket=0" in a["path"]]
@@ -105,7 +113,7 @@ def test_a_delete_after_planning_makes_the_purge_stale(delta_spark: Any, tmp_pat
     p = str(t)
     _dv_table(delta_spark, p)
     plan = _plan(t)
-    delta_spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 10 = 8")
+    delta_spark.sql(f"DELETE FROM delta.`{p}` WHERE bucket = 0 AND id % 20 = 8")  # half the rows left in them
     after_delete = _rows(delta_spark, p)
     versions = sorted(int(f.name[:20]) for f in (t / "_delta_log").glob("*.json"))
     run = apply_plan(plan, target=SPARK, engine=SparkEngine(SPARK), watch_s=0)
