@@ -124,9 +124,9 @@ def test_run_totals_count_the_bytes_of_every_registered_rewrite() -> None:
     from compactor.planning.vocabulary import action_classes, rewrite_types
 
     rewrites = {c.type: c.rewrites for c in action_classes()}
-    assert {t for t, r in rewrites.items() if r} == {"compact", "z_order", "sort", "sink_compact"}
+    assert {t for t, r in rewrites.items() if r} == {"compact", "z_order", "sort", "sink_compact", "purge"}
     results = [ActionResult("t", t, bytes_removed=1) for t in rewrites]
-    assert compute_run_totals(results, rewrite_types()).bytes_rewritten == 4
+    assert compute_run_totals(results, rewrite_types()).bytes_rewritten == 5
 
 
 def _own_imports(module: str, package: str, seen: set[str]) -> list[str]:

@@ -55,7 +55,7 @@ ALLOWED: dict[str, str] = {
     "formats/delta/read/log_replay:Replay.metadata.meta": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/read/log_replay:Replay.protocol.protocol": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/read/log_replay:Replay.remove.action": DELTA_ACTION + " (read by compactor's own log replay)",
-    "formats/delta/read/log_replay:_dv_key.dv": DELTA_ACTION + " (read by compactor's own log replay)",
+    "formats/delta/read/log_replay:dv_key.dv": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/read/log_paths:dv_file.dv": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/read/log_replay:Replay.put.dv": DELTA_ACTION + " (read by compactor's own log replay)",
     "formats/delta/read/log_replay:_decoded.action": DELTA_ACTION + " (read by compactor's own log replay)",

@@ -101,6 +101,7 @@ BUILT_IN: tuple[FormatSpec, ...] = (
     FormatSpec("delta", "compactor.formats.delta", "compactor.formats.delta.plan.actions",
                "compactor.formats.delta.probe", ("_delta_log",),
                retention_keys=frozenset({"deleted_file_retention", "log_retention", "vacuum", "manage_properties"}),
+               trigger_keys=frozenset({"max_deleted_rows_ratio"}), compaction_keys=frozenset({"purge"}),
                catalog_tables=True, catalog_providers=frozenset({"delta"})),
     FormatSpec("spark_file_sink", "compactor.formats.file_sink", "compactor.formats.file_sink.actions",
                "compactor.formats.file_sink.probe", ("_spark_metadata",), strategies=frozenset({"bin_pack"}),

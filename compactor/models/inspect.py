@@ -59,6 +59,14 @@ class PartitionHealth:
     bytes: int
     small_files: int
     histogram: dict[str, int]
+    #: rows its files hold that the format marks deleted without rewriting them (TableState's ``deleted_rows``)
+    deleted_rows: int = 0
+    #: rows its files hold, deleted ones included (None when a file has no count)
+    rows: int | None = None
+
+    @property
+    def deleted_share(self) -> float | None:
+        return self.deleted_rows / self.rows if self.rows else None
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,11 @@ class InspectReport:
     def small_file_share(self) -> float:
         return self.small_files / self.file_count if self.file_count else 0.0
 
+    @property
+    def deleted_rows(self) -> int:
+        """Rows soft-deleted in the table's files (readers skip them; a rewrite drops them)."""
+        return sum(p.deleted_rows for p in self.partitions)
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "kind": self.kind, "file_count": self.file_count, "total_bytes": self.total_bytes,
                 "small_file_threshold": self.small_file_threshold, "small_files": self.small_files,
@@ -101,7 +114,8 @@ class InspectReport:
                 "policy": self.policy.to_dict(), "recommendations": list(self.recommendations),
                 "duplicates": [x.to_dict() for x in self.duplicates],
                 "log_window": self.log_window.to_dict() if self.log_window is not None else {},
-                "warnings": list(self.warnings), "small_file_share": round(self.small_file_share, 4)}
+                "warnings": list(self.warnings), "small_file_share": round(self.small_file_share, 4),
+                "deleted_rows": self.deleted_rows}
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,8 @@ class TableReport:
     sizes_before: list[int] | None = None
     #: partition label -> (files, small files, bytes)
     partitions: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    #: partition label -> rows its files hold that the format marks deleted (only partitions holding some)
+    deleted_rows: dict[str, int] = field(default_factory=dict)
     planned: set[str] = field(default_factory=set)
     #: what the plan promises: files before -> after, bytes it rewrites
     plan_files_before: int = 0

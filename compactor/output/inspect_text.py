@@ -11,8 +11,13 @@ def render_inspect_text(r: InspectReport, *, width: int = 30) -> str:
     if r.holds_table:
         lines.append(f"files: {r.file_count}  size: {format_size(r.total_bytes)}  small "
                      f"(<{format_setting_size(r.small_file_threshold)}): {r.small_files} ({r.small_file_share:.0%})")
+        if r.deleted_rows:
+            lines.append(f"soft-deleted rows: {r.deleted_rows:,} (still in the files; readers skip them)")
         for p in r.partitions:
-            lines.append(f"\n  {p.partition}: {p.files} file(s), {format_size(p.bytes)}")
+            share = p.deleted_share
+            dead = "" if not p.deleted_rows else f", {p.deleted_rows:,} soft-deleted row(s)" + (
+                f" ({share:.1%} of its rows)" if share is not None else "")
+            lines.append(f"\n  {p.partition}: {p.files} file(s), {format_size(p.bytes)}{dead}")
             peak = max(p.histogram.values()) or 1
             for label in BUCKET_LABELS:
                 n = p.histogram[label]

@@ -191,9 +191,16 @@ class RewriteAction(Action):
     #: spark engine: "rewrite" (Spark writes, compactor commits), "optimize" (the format's native
     #: OPTIMIZE), "auto" (rewrite, optimize where only the native one can do the job)
     method: Method = "auto"
+    #: the policy's ``compaction.triggers.max_deleted_rows_ratio`` its candidates were chosen with (None: the
+    #: format's default); a native compaction runs with it
+    max_deleted_rows_ratio: float | None = field(default=None, metadata={"schema": {"exclusiveMinimum": 0,
+                                                                                    "maximum": 1}})
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), "strategy": self.strategy}
+        out = {**super().params(), "strategy": self.strategy}
+        if out.get("max_deleted_rows_ratio") is None:  # the format's default: written as plans before it were
+            out.pop("max_deleted_rows_ratio", None)
+        return out
 
     @classmethod
     def derived_params(cls) -> dict[str, Any]:
@@ -205,7 +212,8 @@ class RewriteAction(Action):
     def compaction(self) -> Compaction:
         """The compaction settings it was planned with (`apply --replan-stale` plans its partition again)."""
         return Compaction(strategy=self.strategy, target_file_size=self.target_file_size,
-                          min_file_size=self.min_file_size, triggers=Triggers(min_input_files=2), method=self.method)
+                          min_file_size=self.min_file_size, method=self.method,
+                          triggers=Triggers(min_input_files=2, max_deleted_rows_ratio=self.max_deleted_rows_ratio))
 
     def policy_problems(self, policy: TablePolicy) -> list[str]:
         c = policy.compaction
@@ -218,6 +226,9 @@ class RewriteAction(Action):
                               ("min_file_size", self.min_file_size, c.min_file_size), ("method", self.method, c.method)):
             if have != want:
                 out.append(f"{k} {have!r} is not the policy's {want!r}")
+        ratio = c.triggers.max_deleted_rows_ratio
+        if self.max_deleted_rows_ratio is not None and self.max_deleted_rows_ratio != ratio:
+            out.append(f"max_deleted_rows_ratio {self.max_deleted_rows_ratio!r} is not the policy's {ratio!r}")
         return out
 
 

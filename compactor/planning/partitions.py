@@ -309,13 +309,15 @@ def _build_actions(files: pa.Table, keys: pa.Array, survivors: Sequence[str], st
 
 def _settings(c: Compaction) -> RewriteAction:
     """The strategy's rewrite with the compaction's settings (the template of each partition's)."""
+    ratio = c.triggers.max_deleted_rows_ratio
     if c.strategy == "z_order":
         return ZOrderAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method,
-                            z_order_by=tuple(c.z_order_by))
+                            z_order_by=tuple(c.z_order_by), max_deleted_rows_ratio=ratio)
     if c.strategy == "sort":
         return SortAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method,
-                          sort_by=tuple(c.sort_by))
-    return CompactAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method)
+                          sort_by=tuple(c.sort_by), max_deleted_rows_ratio=ratio)
+    return CompactAction(target_file_size=c.target_file_size, min_file_size=c.min_file_size, method=c.method,
+                         max_deleted_rows_ratio=ratio)
 
 
 def _apply_budget(cands: list[_Candidate], c: Compaction, skips: list[Skip]) -> tuple[list[RewriteAction], list[Skip]]:

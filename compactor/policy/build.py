@@ -250,6 +250,7 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
         secs = ctx.duration(lb, "period", f"{p}.partitions.lookback", 0) or 0
         lookback = m.Lookback(column=lb["column"], seconds=secs, date_format=lb.get("format"))
     pd, mf = c.get("position_deletes") or {}, c.get("manifests") or {}
+    purge = _purge(ctx, c.get("purge") or {}, f"{p}.purge")
     b = c.get("budget") or {}
     budget = m.Budget(max_bytes_per_run=ctx.size(b, "max_bytes_per_run", f"{p}.budget", None),
                       max_partitions_per_run=b.get("max_partitions_per_run"))
@@ -262,7 +263,19 @@ def _compaction(ctx: _Ctx, c: Mapping[str, Any], fmt: str) -> m.Compaction:
         position_deletes=m.PositionDeletes(enabled=pd.get("enabled", False),
                                            min_input_files=pd.get("min_input_files", m.DEFAULT_MIN_DELETE_FILES)),
         manifests=m.Manifests(enabled=mf.get("enabled", False), min_count=mf.get("min_count", m.DEFAULT_MIN_MANIFESTS)),
+        purge=purge,
     )
+
+
+def _purge(ctx: _Ctx, u: Mapping[str, Any], p: str) -> m.Purge:
+    """``compaction.purge``; a ratio outside 0..1 (NaN too: JSON Schema's bounds let it through) is reported
+    and replaced by the default."""
+    ratio = u.get("min_deleted_ratio", m.DEFAULT_PURGE_RATIO)
+    if not (0 <= ratio <= 1):
+        ctx.error(f"{p}.min_deleted_ratio", "out_of_range", f"{ratio} is not between 0 and 1")
+        ratio = m.DEFAULT_PURGE_RATIO
+    return m.Purge(enabled=u.get("enabled", False), min_deleted_rows=u.get("min_deleted_rows"),
+                   min_deleted_ratio=float(ratio))
 
 
 def _format_triggers(ctx: _Ctx, t: Mapping[str, Any], fmt: str, p: str) -> Mapping[str, Any]:

@@ -58,9 +58,11 @@ class Triggers:
     min_file_reduction: int = 0
     #: compact only if small files / all files in the partition >= this (0..1)
     min_small_file_ratio: float = 0.0
-    #: a file whose deletes remove at least this share of its rows is a candidate whatever its size, and is
-    #: rewritten even alone (Iceberg's ``delete-ratio-threshold``); None: the format's default
-    #: (FormatSpec.trigger_keys names the formats that take it)
+    #: a file whose deletes remove this share of its rows is a candidate whatever its size; None: the format's
+    #: default. Iceberg: at least this share (``delete-ratio-threshold``, default 0.3), rewritten even alone;
+    #: Delta: more than this share (delta-spark's ``spark.databricks.delta.optimize.maxDeletedRowsRatio``,
+    #: default 0.05), in bins of two files or more as OPTIMIZE packs them (FormatSpec.trigger_keys names the
+    #: formats that take it)
     max_deleted_rows_ratio: float | None = None
     #: a file with at least this many delete files is a candidate whatever its size, even alone (Iceberg's
     #: ``delete-file-threshold``); None: no such trigger
@@ -120,6 +122,23 @@ class Manifests:
     min_count: int = DEFAULT_MIN_MANIFESTS
 
 
+#: ``compaction.purge``'s default share of a partition's rows soft-deleted before it is purged (delta-spark's
+#: default ``maxDeletedRowsRatio``)
+DEFAULT_PURGE_RATIO = 0.05
+
+
+@dataclass(frozen=True)
+class Purge:
+    """``compaction.purge`` (Delta): rewrite a partition's files with deletion vectors, dropping their
+    soft-deleted rows (delta-spark's ``REORG TABLE ... APPLY (PURGE)``), when its soft-deleted rows are more
+    than ``min_deleted_rows`` or more than ``min_deleted_ratio`` of its rows; whatever the files' sizes."""
+
+    enabled: bool = False
+    #: None: no row-count trigger (only the ratio)
+    min_deleted_rows: int | None = None
+    min_deleted_ratio: float = DEFAULT_PURGE_RATIO
+
+
 @dataclass(frozen=True)
 class Compaction:
     """A policy's ``compaction:`` block: strategy, file sizes, triggers, partition scope, budget and order."""
@@ -145,6 +164,8 @@ class Compaction:
     #: Iceberg's own maintenance, planned whatever ``enabled`` says of the data files (each has its own switch)
     position_deletes: PositionDeletes = field(default_factory=PositionDeletes)
     manifests: Manifests = field(default_factory=Manifests)
+    #: Delta's purge of soft-deleted rows, planned whatever ``enabled`` says of the small files
+    purge: Purge = field(default_factory=Purge)
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,18 @@ def _partitions(state: TableState, small: int) -> tuple[PartitionHealth, ...]:
         return ()
     keys = (["/".join(f"{c[10:]}={v}" for c, v in zip(cols, vals)) for vals in zip(*(files.column(c).to_pylist()
             for c in cols))] if cols else [""] * files.num_rows)
-    t = pa.table({"k": keys, "size": files.column("size_bytes")})
+    deleted = files.column("deleted_rows") if "deleted_rows" in files.column_names else pa.nulls(files.num_rows,
+                                                                                                    pa.int64())
+    t = pa.table({"k": keys, "size": files.column("size_bytes"), "rows": files.column("num_records"),
+                  "deleted": deleted})
     out = []
     for k in sorted(set(keys)):
-        sizes = t.filter(pc.equal(t.column("k"), k)).column("size")
+        part = t.filter(pc.equal(t.column("k"), k))
+        sizes, rows = part.column("size"), part.column("rows")
         out.append(PartitionHealth(k or "(unpartitioned)", len(sizes), int(pc.sum(sizes).as_py() or 0),
-                                   int(pc.sum(pc.less(sizes, small)).as_py() or 0), _histogram(sizes)))
+                                   int(pc.sum(pc.less(sizes, small)).as_py() or 0), _histogram(sizes),
+                                   deleted_rows=int(pc.sum(part.column("deleted")).as_py() or 0),
+                                   rows=None if rows.null_count else int(pc.sum(rows).as_py() or 0)))
     return tuple(out)
 
 

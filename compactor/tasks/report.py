@@ -84,6 +84,11 @@ def _fill(rep: TableReport, p: TablePolicy, state: TableState, compiled: Compile
         label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
         files, small, size_sum = rep.partitions.get(label, (0, 0, 0))
         rep.partitions[label] = (files + 1, small + (size < p.compaction.min_file_size), size_sum + size)
+    if "deleted_rows" in f.column_names:  # soft-deleted rows (TableState): readers skip them, a rewrite drops them
+        for i, n in enumerate(f.column("deleted_rows").to_pylist()):
+            if n:
+                label = _part_label({c: cols[j][i] for j, c in enumerate(state.partition_columns)})
+                rep.deleted_rows[label] = rep.deleted_rows.get(label, 0) + n
     rep.logs = fmt.log_growth(where, p).logs
     for r in mine:
         res = [x for x in r.results if x.table == p.name]

@@ -1,7 +1,7 @@
 """How compactor verifies delta-spark's native OPTIMIZE (``compaction.method: optimize``).
 
 delta-spark writes and commits the files itself, so compactor checks its commit afterwards
-(``_outcome_from_log`` in compactor/formats/delta/run.py): rows removed == rows added, each file's rows
+(``outcome_from_log`` in compactor/formats/delta/apply/native.py): rows removed == rows added, each file's rows
 taken from the log's ``numRecords`` and, where a file has none, from its parquet footer. Real
 Spark-written tables, real OPTIMIZE commits:
 

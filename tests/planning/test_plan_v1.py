@@ -32,8 +32,8 @@ from tests.apply.helpers import exactly_once, ids, make_table
 from tests.duplicates.test_tables import _duplicated_by_a_race
 
 V1 = Path(__file__).parent / "v1"
-#: action types added after plans of schema version 1 were written (Iceberg's retention)
-AFTER_V1 = frozenset({"expire_snapshots", "remove_orphan_files", "rewrite_position_deletes", "rewrite_manifests"})
+#: action types added after plans of schema version 1 were written (Iceberg's retention and maintenance, Delta's purge)
+AFTER_V1 = frozenset({"expire_snapshots", "remove_orphan_files", "rewrite_position_deletes", "rewrite_manifests", "purge"})
 
 
 def test_a_version_1_plan_loads_with_its_digest_and_every_action_type() -> None:

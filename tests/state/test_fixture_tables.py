@@ -74,10 +74,12 @@ def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
-    # DVs stored under a random prefix: delta-rs cannot read them, so nobody knows which files carry one
-    unknown = read_delta_state(TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large")))
-    assert unknown.extra.deletion_vectors_enabled is True
-    assert unknown.extra.has_deletion_vectors is None and "deleted_rows" not in unknown.files.column_names
+    # DVs stored under a random prefix: delta-rs cannot read them, but the log's descriptors say which files
+    # carry one and how many rows each deletes (read/deletion_vectors.py)
+    prefixed = read_delta_state(TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large")))
+    assert prefixed.extra.deletion_vectors_enabled is True and prefixed.extra.has_deletion_vectors is True
+    assert sum(prefixed.files.column("deleted_rows").to_pylist()) == 14
+    assert set(prefixed.extra.deletion_vectors) == set(prefixed.extra.deleted_rows)
     known = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "table-with-dv-small")))
     assert known.extra.has_deletion_vectors is True
     (path,) = known.extra.deleted_rows

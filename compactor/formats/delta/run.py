@@ -34,6 +34,7 @@ from compactor.formats.delta.apply.native import (
 )
 from compactor.formats.delta.apply.rewrite import rewrite_group
 from compactor.formats.delta.plan.actions import RepairAction, SetPropertiesAction, VacuumAction
+from compactor.formats.delta.plan.purge_action import PurgeAction
 from compactor.formats.delta.plan.support import unsupported_reason
 from compactor.planning.actions import Action, RewriteAction, ZOrderAction
 
@@ -49,6 +50,10 @@ def run_action(action: Action, ctx: ActionContext) -> ActionOutcome:
         return _recorded_vacuum(action, ctx)
     if isinstance(action, SetPropertiesAction):
         return set_properties(action, ctx)
+    if isinstance(action, PurgeAction):
+        from compactor.formats.delta.apply.purge import run_purge
+
+        return run_purge(action, ctx)
     if not isinstance(action, RewriteAction):
         raise ApplyError(f"{action.type} is not an action for Delta tables")
     engine = ctx.engine()

@@ -37,7 +37,21 @@ def vacuum_sql(path: str, retention_hours: int, dry_run: bool, inventory: str | 
 INVENTORY_SCHEMA = "path STRING, length BIGINT, isDir BOOLEAN, modificationTime BIGINT"
 
 
-def optimize_conf(target_file_size: int, min_file_size: int) -> dict[str, str]:
-    """delta-spark's bin-packing settings (the full key: a short one is silently ignored)."""
+#: delta-spark's default share of a file's rows its deletion vector deletes before OPTIMIZE rewrites it
+DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
+
+
+def optimize_conf(target_file_size: int, min_file_size: int,
+                  max_deleted_rows_ratio: float | None = None) -> dict[str, str]:
+    """delta-spark's bin-packing settings (the full key: a short one is silently ignored); the deleted-rows
+    ratio always set (a session's own would otherwise choose other candidates than the plan's)."""
+    ratio = DEFAULT_MAX_DELETED_ROWS_RATIO if max_deleted_rows_ratio is None else max_deleted_rows_ratio
     return {"spark.databricks.delta.optimize.maxFileSize": str(int(target_file_size)),
-            "spark.databricks.delta.optimize.minFileSize": str(int(min_file_size))}
+            "spark.databricks.delta.optimize.minFileSize": str(int(min_file_size)),
+            "spark.databricks.delta.optimize.maxDeletedRowsRatio": repr(float(ratio))}
+
+
+def reorg_purge_sql(path: str, partition: Mapping[str, str | None]) -> str:
+    """delta-spark's purge of soft-deleted rows in one partition (the whole table when unpartitioned)."""
+    pred = partition_predicate(partition)
+    return f"REORG TABLE delta.`{path}`" + (f" WHERE {pred}" if pred else "") + " APPLY (PURGE)"

@@ -118,7 +118,7 @@ def _table_section(t: TableReport) -> str:
                  f'{format_size(sum(t.sizes_now) / max(1, len(t.sizes_now)))}; <b>{small:,}</b> below min_file_size '
                  f'({format_setting_size(t.min_file_size)}), target {format_setting_size(t.target_file_size)}'
                  + (f"; {at_ideal:,} partition(s) hold fewer bytes than one target-size file and are already "
-                    "at their ideal file count" if at_ideal else "") + f". {plan}</p>")
+                    "at their ideal file count" if at_ideal else "") + _deleted_facts(t) + f". {plan}</p>")
     names = sorted(t.partitions)[:60]
     shares = [round(100 * t.small_share(n), 1) for n in names]
     notes = ["ideal" if t.small_share(n) == 0 and t.partitions[n][1] else "" for n in names]
@@ -138,6 +138,15 @@ def _table_section(t: TableReport) -> str:
     if t.trend:
         parts.append(_trend_charts("", t.trend, per_table=True))
     return "".join(parts) + "</section>"
+
+
+def _deleted_facts(t: TableReport) -> str:
+    """The table's soft-deleted rows (still in its files), and the partition holding most of them."""
+    if not t.deleted_rows:
+        return ""
+    top = max(sorted(t.deleted_rows), key=lambda k: t.deleted_rows[k])
+    return (f"; <b>{sum(t.deleted_rows.values()):,}</b> soft-deleted rows in {len(t.deleted_rows):,} partition(s) "
+            f"(most in {html.escape(top)}: {t.deleted_rows[top]:,})")
 
 
 def _lake_runs(tables: list[TableReport]) -> list[RunPoint]:
@@ -173,6 +182,10 @@ def _overview(tables: list[TableReport]) -> str:
              ("small-file share", f"{share:.0f}%", f"{merged:,} small files the plan merges"),
              ("bytes", format_size(size), f"mean file {format_size(size / max(1, files))}"),
              ("the plan", f"{before:,} → {after:,}", f"files; rewrites {format_size(sum(t.plan_bytes for t in ok))}")]
+    deleted = [t for t in ok if t.deleted_rows]
+    if deleted:
+        tiles.append(("soft-deleted rows", f"{sum(sum(t.deleted_rows.values()) for t in deleted):,}",
+                      f"in {len(deleted):,} table(s); readers skip them, a purge drops them"))
     parts = ['<section class="overview" data-section="lake"><h2>Lake overview</h2><div class="tiles">']
     for name, value, sub in tiles:
         parts.append(f'<div class="tile" data-tile="{esc(name)}"><div class="k">{esc(name)}</div>'

@@ -149,7 +149,7 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
     if uses_native(action, engine, uri, state):
         if "clustering" in delta_facts(state).protocol.writer_features:
             return None  # OPTIMIZE of a clustered table takes no partition predicate
-        return ("optimize", action.target_file_size, action.min_file_size,
+        return ("optimize", action.target_file_size, action.min_file_size, action.max_deleted_rows_ratio,
                 tuple(action.z_order_by) if isinstance(action, ZOrderAction) else ())
     if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
         return None

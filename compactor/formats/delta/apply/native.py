@@ -76,10 +76,10 @@ def z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
     own = find_commit(where, read_version, marker)
     if own is None:
         raise ApplyError(f"delta-rs z-order committed but its commit (marker {marker}) is not in the log")
-    return _outcome_from_log(ctx, dt, own, read_version, records)
+    return outcome_from_log(ctx, dt, own, read_version, records)
 
 
-def _outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: int,
+def outcome_from_log(ctx: ActionContext, dt: Any, own: Commit, read_version: int,
                       records: Mapping[str, int | None]) -> ActionOutcome:
     """Rows of a commit written by another engine (delta-rs optimize, delta-spark OPTIMIZE): from the log's
     statistics, from the footers where a file has none; deletion vectors subtract their cardinality."""
@@ -129,7 +129,7 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
     read_version = dt.version()
     records = dict(zip(ctx.state.files.column("path").to_pylist(), ctx.state.files.column("num_records").to_pylist()))
     first = actions[0]
-    conf = {**optimize_conf(first.target_file_size, first.min_file_size),
+    conf = {**optimize_conf(first.target_file_size, first.min_file_size, first.max_deleted_rows_ratio),
             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(ctx.commit_metadata))}
     z = list(first.z_order_by) if isinstance(first, ZOrderAction) else []
     clustered = "clustering" in delta_facts(ctx.state).protocol.writer_features
@@ -143,7 +143,7 @@ def native_optimize_group(actions: Sequence[RewriteAction], ctx: ActionContext, 
                               details=ActionDetails(note="delta-spark OPTIMIZE found nothing to rewrite", sql=sql,
                                                     method="native OPTIMIZE"))
                 for _ in actions]
-    whole = _outcome_from_log(ctx, dt, own, read_version, records)
+    whole = outcome_from_log(ctx, dt, own, read_version, records)
     whole.details.sql, whole.details.method = sql, "native OPTIMIZE"
     if len(actions) == 1:
         return [whole]

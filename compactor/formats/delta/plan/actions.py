@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from compactor.errors import PlanError, StalePlanError
+from compactor.formats.delta.plan.purge_action import PURGE_SKIPS, PurgeAction
 from compactor.formats.delta.plan.retention import declared_properties, vacuum_retention_hours
 from compactor.models.duplicates import DuplicateReport
 from compactor.planning.actions import SHARED_ACTIONS, Action, ActionRow, digest_paths
@@ -197,8 +198,8 @@ class DeltaSkipReason(StrEnum):
 #: features delta-rs cannot write, paths it cannot reproduce): the spark engine's native OPTIMIZE
 NATIVE_OPTIMIZE = "native_optimize"
 
-register("delta", actions=(VacuumAction, SetPropertiesAction, RepairAction), shared=SHARED_ACTIONS,
+register("delta", actions=(VacuumAction, SetPropertiesAction, RepairAction, PurgeAction), shared=SHARED_ACTIONS,
          skips=(SkipKind(DeltaSkipReason.RETENTION_IN_SYNC, "nothing to do"),
-                SkipKind(DeltaSkipReason.NOTHING_TO_VACUUM, "nothing to do")),
+                SkipKind(DeltaSkipReason.NOTHING_TO_VACUUM, "nothing to do"), *PURGE_SKIPS),
          blockers=(DuplicateRewrites(DUPLICATE_REWRITE, "rows live twice", "repair"),),
          remedies={NATIVE_OPTIMIZE: Remedy("spark", "delta-spark's OPTIMIZE", "compaction.method: optimize (or auto)")})

@@ -18,6 +18,7 @@ from compactor.formats.delta.plan.actions import (
     VacuumAction,
     duplicate_blocker,
 )
+from compactor.formats.delta.plan.purge import plan_purge
 from compactor.formats.delta.plan.retention import (
     DEFAULTS,
     DELETED,
@@ -26,7 +27,7 @@ from compactor.formats.delta.plan.retention import (
     parse_interval,
     vacuum_retention_hours,
 )
-from compactor.formats.delta.plan.support import native_possible, unsupported_reason
+from compactor.formats.delta.plan.support import native_possible, purge_possible, unsupported_reason
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition
@@ -37,7 +38,8 @@ from compactor.planning.scope import partition_scope
 from compactor.policy.model import Retention, TablePolicy
 
 #: delta-spark OPTIMIZE rewrites a file whose deletion vector deletes more than this share of its rows
-#: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size
+#: (spark.databricks.delta.optimize.maxDeletedRowsRatio), whatever its size: the default of a policy's
+#: ``compaction.triggers.max_deleted_rows_ratio`` on a Delta table
 MAX_DELETED_ROWS_RATIO = 0.05
 #: the bin model of compactor's own rewrite (both engines): the same greedy, ascending-size packing as
 #: delta-spark OPTIMIZE, so native OPTIMIZE and the rewrite produce the same files
@@ -67,13 +69,25 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     files = state.files
     eligible = forced = None
     if native_possible(engine, c.method):
-        forced = _deletion_candidates(state)
+        forced = _deletion_candidates(state, deleted_rows_ratio(policy))
     else:
         eligible, sk = _rewrite_eligibility(state)
         skips += sk
     carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
+        files = files.filter(keep)
+        eligible = eligible.filter(keep) if eligible is not None else None
+        forced = forced.filter(keep) if forced is not None else None
+    facts = delta_facts(state)
+    purges, sk = plan_purge(policy, files, state.partition_columns, state.version, deleted=facts.deleted_rows,
+                            vectors=facts.deletion_vectors, where=where, engine_can_purge=purge_possible(engine),
+                            today=now.date())
+    actions += purges
+    skips += sk
+    purged = [p for a in purges for p in a.input_paths]
+    if purged:  # the purge rewrites these (first): never also a compaction's inputs
+        keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(purged, pa.string())))
         files = files.filter(keep)
         eligible = eligible.filter(keep) if eligible is not None else None
         forced = forced.filter(keep) if forced is not None else None
@@ -198,15 +212,22 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
     return pc.invert(bad), skips
 
 
-def _deletion_candidates(state: TableState) -> pa.Array | None:
+def deleted_rows_ratio(policy: TablePolicy) -> float:
+    """The policy's ``max_deleted_rows_ratio``, Delta's default when it sets none."""
+    ratio = policy.compaction.triggers.max_deleted_rows_ratio
+    return MAX_DELETED_ROWS_RATIO if ratio is None else ratio
+
+
+def _deletion_candidates(state: TableState, ratio: float) -> pa.Array | None:
     """Files delta-spark OPTIMIZE rewrites whatever their size: a deletion vector deleting more than
-    MAX_DELETED_ROWS_RATIO of its rows (or any DV on a file without a row count)."""
+    ``ratio`` of its rows (or any DV on a file without a row count). OPTIMIZE still drops a bin of one file
+    (OptimizeTableCommand.groupFilesIntoBins keeps single-file bins only for REORG): so does the plan."""
     deleted = delta_facts(state).with_deletion_vector
     if "deleted_rows" not in state.files.column_names or not deleted:
         return None
     rows = state.files.column("num_records")
     dels = state.files.column("deleted_rows")
-    ratio_over = pc.greater(pc.divide(pc.cast(dels, pa.float64()), pc.cast(rows, pa.float64())), MAX_DELETED_ROWS_RATIO)
+    ratio_over = pc.greater(pc.divide(pc.cast(dels, pa.float64()), pc.cast(rows, pa.float64())), ratio)
     unknown = pc.and_(pc.greater(dels, 0), pc.is_null(rows))
     return pc.fill_null(pc.or_(ratio_over, unknown), False)
 

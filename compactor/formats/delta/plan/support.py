@@ -25,6 +25,13 @@ def native_possible(engine: str, method: str) -> bool:
     return engine == "spark" and method in ("auto", "optimize")
 
 
+def purge_possible(engine: str) -> bool:
+    """A purge of soft-deleted rows may run: the spark engine's REORG TABLE ... APPLY (PURGE) (delta-spark's,
+    needs the Delta jars; whatever the compaction method). The local engine rewrites no file with a deletion
+    vector yet (issue 40: its own commit writer)."""
+    return engine == "spark"
+
+
 def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") -> str | None:
     """Why compactor cannot compact this table with ``engine``/``method``, or None."""
     if native_possible(engine, method):

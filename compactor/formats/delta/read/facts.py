@@ -13,6 +13,7 @@ from compactor.models.state import TableState
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.formats.delta.duplicates.repair_plan import RepairProposal
+    from compactor.formats.delta.read.deletion_vectors import DeletionVectorRef
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ class DeltaFacts:
     deletion_vectors_enabled: bool = False
     #: logical path -> rows its deletion vector deletes (files without one are absent; None: unknown)
     deleted_rows: Mapping[str, int] | None = field(default_factory=dict)
+    #: logical path -> its deletion vector's id and cardinality as the log describes it (read/deletion_vectors.py);
+    #: None when only delta-rs could tell (its counts are in ``deleted_rows``, its ids unknown)
+    deletion_vectors: Mapping[str, DeletionVectorRef] | None = None
     #: files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
     unremovable_paths: frozenset[str] = frozenset()
     #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,

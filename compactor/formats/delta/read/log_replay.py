@@ -58,7 +58,7 @@ class FileRef(NamedTuple):
     deleted_at: int | None = None
 
 
-def _dv_key(dv: Mapping[str, Any] | None) -> str:
+def dv_key(dv: Mapping[str, Any] | None) -> str:
     """A deletion vector's unique id as the protocol defines it (storage type, then the path or inline
     data, then ``@offset`` when there is one); "" for a file without one."""
     if not dv:
@@ -94,6 +94,8 @@ class Replay:
     has_metadata: bool = False
     #: the version of the checkpoint the replay began from (None: from the first commit)
     checkpoint_version: int | None = None
+    #: the rows each live file's deletion vector deletes (its descriptor's ``cardinality``), by the live key
+    cardinalities: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -104,13 +106,16 @@ class Replay:
         except ValueError as e:
             raise TableReadError(f"{self.root}: the log names a deletion vector compactor cannot resolve for "
                                  f"{path} ({e})") from None
-        key = (path, _dv_key(dv))
+        key = (path, dv_key(dv))
         if removed:
             self.live.pop(key, None)
+            self.cardinalities.pop(key, None)
             self.tombstones[key] = ref
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
+            if dv:
+                self.cardinalities[key] = int(dv.get("cardinality") or 0)
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         """An add action; ``path``: its path decoded (a parsed commit's key), else its field is decoded here."""

@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 
 from compactor.errors import TableReadError
+from compactor.formats.delta.read.deletion_vectors import logged_deletion_vectors
 from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -239,7 +240,12 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     except Exception as e:  # delta-rs raises several types (DeltaError, OSError, PanicException...)
         raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
     dv_enabled = "deletionVectors" in (proto.reader_features or ())
-    deleted = _deleted_rows(dt, uri, files) if dv_enabled else {}
+    logged = logged_deletion_vectors(where, v) if dv_enabled and version is None else None
+    if logged is not None and set(logged) <= set(files.column("path").to_pylist()):
+        deleted: dict[str, int] | None = {p: d.cardinality for p, d in logged.items()}
+    else:  # the log could not be replayed with certainty: delta-rs materialises every DV
+        logged = None
+        deleted = _deleted_rows(dt, uri, files) if dv_enabled else {}
     if deleted:  # None (unknown) adds no column
         counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
         files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
@@ -251,7 +257,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         extra=DeltaFacts(protocol=DeltaProtocol(proto.min_reader_version, proto.min_writer_version,
                                                 tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
                          schema_json=schema_json, has_deletion_vectors=None if deleted is None else bool(deleted),
-                         deletion_vectors_enabled=dv_enabled, deleted_rows=deleted,
+                         deletion_vectors_enabled=dv_enabled, deleted_rows=deleted, deletion_vectors=logged,
                          unremovable_paths=frozenset(unremovable)),
     )
 
