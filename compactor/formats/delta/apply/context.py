@@ -21,7 +21,7 @@ from compactor.formats.delta.apply.commit import (
     RemovedFile,
 )
 from compactor.formats.delta.apply.session import DeltaSession, session_of
-from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, REWRITES_DELETION_VECTORS, unsupported_reason
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -77,11 +77,12 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
     return out
 
 
-def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -> None:
-    """Never rewrite a file with a deletion vector (a plain read brings deleted rows back, and a remove
-    without the DV's id matches nothing) or one whose log path delta-rs cannot write back."""
+def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile], engine: RewriteEngine) -> None:
+    """Never rewrite a file with a deletion vector on an engine whose rewrite of them is not proved
+    (support.REWRITES_DELETION_VECTORS; a plain read brings deleted rows back, and a remove without the
+    DV's id matches nothing) or one whose log path delta-rs cannot write back."""
     dv = delta_facts(ctx.state).with_deletion_vector & set(inputs)
-    if dv:
+    if dv and engine.name not in REWRITES_DELETION_VECTORS:
         raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
                                     f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
                                     hint="compact them with the spark engine's native OPTIMIZE")
@@ -154,5 +155,6 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
     if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
         return None
     facts = delta_facts(state)
-    blocked = facts.with_deletion_vector | facts.unremovable_paths
+    blocked = facts.unremovable_paths if engine.name in REWRITES_DELETION_VECTORS else \
+        facts.with_deletion_vector | facts.unremovable_paths
     return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP

@@ -16,11 +16,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile, inputs_at
+from compactor.engines.base import BinInput, BinJob, IgnoredColumn, RewriteEngine, WrittenFile
 from compactor.errors import (
     ApplyError,
     CompactorError,
     StalePlanError,
+    UnsupportedTableError,
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -42,9 +43,12 @@ from compactor.formats.delta.apply.context import (
     planned_inputs,
     refuse_unrewritable,
 )
+from compactor.formats.delta.apply.deletes import carrying, input_deletes
+from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
 from compactor.formats.delta.apply.stats import delta_stats
+from compactor.formats.delta.read.facts import delta_facts
 from compactor.formats.delta.read.log import Commit
 from compactor.formats.delta.read.references import references
 from compactor.models.results import ActionDetails, CommitReverted
@@ -67,7 +71,9 @@ log = logging.getLogger(__name__)
 CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
 
 
-def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
+def _jobs(uri: str, action: RewriteAction,
+          drops: Mapping[str, frozenset[int]]) -> tuple[list[BinJob], list[str], list[str]]:
+    """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py)."""
     token = uuid.uuid4().hex[:12]
     sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
     jobs, outputs, staging = [], [], []
@@ -75,7 +81,8 @@ def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], lis
         folder = posixpath.dirname(b[0])
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
-        jobs.append(BinJob(inputs_at(*(join(uri, p) for p in b)), join(uri, out), join(uri, stage), sort_by,
+        jobs.append(BinJob(tuple(BinInput(join(uri, p), drops.get(p, frozenset())) for p in b), join(uri, out),
+                           join(uri, stage), sort_by,
                            tuple(action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
@@ -112,16 +119,18 @@ class _Prepared:
 
 
 def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
-             engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool) -> _Prepared:
+             engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool,
+             drops: Mapping[str, frozenset[int]]) -> _Prepared:
     """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
     max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
-    bins are rewritten while this one commits). ``inputs``: each action's planned_inputs."""
+    bins are rewritten while this one commits). ``inputs``: each action's planned_inputs; ``drops``: the
+    rows each input's deletion vector deletes."""
     uri = ctx.table.path
     jobs: list[BinJob] = []
     outputs: list[str] = []
     staging: list[str] = []
     for a in actions:
-        j, o, s = _jobs(uri, a)
+        j, o, s = _jobs(uri, a, drops)
         jobs += j
         outputs += o
         staging += s
@@ -209,12 +218,34 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        inputs = [planned_inputs(ctx.state, a, session) for a in nxt]
+        inputs, drops = _group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
     except CompactorError:
         return  # its own run reports it
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, inputs, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
+    prepared = _prepare(nxt, inputs, ctx, engine, schema, key, background=True, drops=drops)  # type: ignore[arg-type]
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
+
+
+def _group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction],
+                  engine: RewriteEngine) -> tuple[list[dict[str, RemovedFile]], dict[str, frozenset[int]]]:
+    """Each action's planned inputs as they are now (each with its deletion vector descriptor, for its
+    remove), and the rows each input's deletion vector deletes, proved (apply/deletes.py); refuses what
+    compactor's rewrite cannot do (context.refuse_unrewritable)."""
+    session = session_of(ctx)
+    inputs = [planned_inputs(ctx.state, a, session) for a in actions]
+    for i in inputs:
+        refuse_unrewritable(ctx, i, engine)
+    every = [f for i in inputs for f in i.values()]
+    if not delta_facts(ctx.state).deletion_vectors_enabled:
+        return inputs, {}
+    dt = handle(ctx)
+    deletes = input_deletes(ctx.location, ctx.state, every, dt)
+    if deletes and not writes_directly(dt, ctx.location):
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(deletes)} planned file(s) carry deletion vectors (e.g. "
+                                    f"{sorted(deletes)[0]}), and compactor cannot write this table's commits itself "
+                                    "(a writer feature it does not know, or a locking store); delta-rs' remove cannot "
+                                    "carry a deletion vector", hint="compact them with the spark engine's native OPTIMIZE")
+    return [carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}
 
 
 def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
@@ -223,9 +254,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     state, where = ctx.state, ctx.location
     read_version = int(state.version or 0)
     session = session_of(ctx)
-    inputs = [planned_inputs(state, a, session) for a in rewrites]
-    for i in inputs:
-        refuse_unrewritable(ctx, i)
+    inputs, drops = _group_inputs(ctx, rewrites, engine)
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
         refuse_if_table_changed(where, read_version)
     except StalePlanError:
@@ -235,7 +264,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     schema = data_schema(dt, state.partition_columns)
     marker = ctx.commit_metadata[MARKER]
     prepared = _take_prepared(ctx, rewrites) or \
-        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False)
+        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False, drops=drops)
     results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()

@@ -230,13 +230,22 @@ def execute(table: TableLocation, detection: Detection, *,
         fence()
     crash_point("delta.repair_before_commit")
 
+    # a file removed or restored keeps its deletion vector (its remove matches its add only with it; a
+    # restore without it would bring its deleted rows back); a copy holds the same rows at the same positions
+    vectors = {p: (lineage.last_add.get(p) or {}).get("deletionVector") for p in (*proposal.remove, *proposal.restore)}
+    vectors.update({copy: vectors.get(p) for copy, p in copy_of.items()})
+
     def through_delta_rs() -> None:
+        if any(vectors.values()):  # delta-rs' Add/RemoveAction cannot carry a deletion vector
+            raise RepairError(f"{uri}: the repair would remove or restore files with deletion vectors, and compactor "
+                              "cannot write this table's commits itself; nothing was committed",
+                              hint="restore the table to a version before the duplicate (RESTORE)")
         dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                     partition_by=list(dt.metadata().partition_columns),
                                     commit_properties=commit_properties(cm))
 
     _commit(dt, table, int(detection.version or 0), actions, proposal, result.rows_deduplicated, now_ms, cm,
-            through_delta_rs)
+            through_delta_rs, vectors)
     crash_point("delta.repair_after_commit")
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
@@ -251,7 +260,8 @@ def execute(table: TableLocation, detection: Detection, *,
 
 
 def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
-            extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None]) -> None:
+            extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None],
+            vectors: Mapping[str, Mapping[str, Any] | None]) -> None:
     """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py)."""
     from deltalake.transaction import AddAction
 
@@ -260,8 +270,9 @@ def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any]
     removes = [a for a in actions if not isinstance(a, AddAction)]
     adds = [a for a in actions if isinstance(a, AddAction)]
     write_commit(dt, table, read_version,
-                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms) for a in removes),
-                  *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms) for a in adds)],
+                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms, vectors.get(a.path))
+                    for a in removes),
+                  *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms, vectors.get(a.path)) for a in adds)],
                  repair([a.size or 0 for a in removes], [a.size for a in adds], versions=list(proposal.anomalies),
                         extra_rows=extra_rows),
                  metadata, fallback=fallback)

@@ -26,7 +26,7 @@ from compactor.formats.delta.plan.retention import (
     parse_interval,
     vacuum_retention_hours,
 )
-from compactor.formats.delta.plan.support import native_possible, unsupported_reason
+from compactor.formats.delta.plan.support import REWRITES_DELETION_VECTORS, native_possible, unsupported_reason
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition
@@ -66,11 +66,14 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     skips: list[Skip] = []
     files = state.files
     eligible = forced = None
+    alone = False
     if native_possible(engine, c.method):
         forced = _deletion_candidates(state)
     else:
-        eligible, sk = _rewrite_eligibility(state)
+        eligible, sk = _rewrite_eligibility(state, engine)
         skips += sk
+        if engine in REWRITES_DELETION_VECTORS:  # its rewrite drops the deleted rows: as OPTIMIZE, even alone
+            forced, alone = _deletion_candidates(state), True
     carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
@@ -79,7 +82,8 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         forced = forced.filter(keep) if forced is not None else None
     if c.enabled:
         acts, sk = plan_partitions(files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                   version=state.version, where=where, eligible=eligible, forced=forced)
+                                   version=state.version, where=where, eligible=eligible, forced=forced,
+                                   forced_alone=alone)
         actions += acts
         skips += sk
     else:
@@ -162,12 +166,14 @@ def _repair_action(state: TableState) -> RepairAction | None:
                 "the commit"))
 
 
-def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]]:
-    """Files compactor's own rewrite must leave alone, as a mask, with one skip per partition holding some:
+def _rewrite_eligibility(state: TableState, engine: str) -> tuple[pa.Array | None, list[Skip]]:
+    """Files compactor's own rewrite on ``engine`` must leave alone, as a mask, with one skip per partition
+    holding some:
     - files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
       values raw; delta-rs encodes them): a remove would match nothing and duplicate their rows;
-    - files with a deletion vector: a remove without the DV's id matches nothing either, and a plain
-      parquet read would bring the deleted rows back.
+    - files with a deletion vector, on an engine whose rewrite of them is not proved
+      (support.REWRITES_DELETION_VECTORS; the local engine's drops the deleted rows and its remove carries
+      the descriptor: formats/delta/apply/deletes.py).
     The spark engine's native OPTIMIZE compacts both."""
     paths = state.files.column("path")
     reasons = []
@@ -176,7 +182,7 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string())),
                         "whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters)"))
     deleted = delta_facts(state).with_deletion_vector
-    if deleted:
+    if deleted and engine not in REWRITES_DELETION_VECTORS:
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(deleted), pa.string())),
                         "with deletion vectors"))
     if not reasons:

@@ -16,6 +16,11 @@ DELTA_RS_UNWRITABLE = frozenset({
 #: features whose data files compactor's own rewrite cannot copy as they are (deletion vectors: only files
 #: that actually carry one, see plan.py's _rewrite_eligibility)
 UNREWRITABLE = frozenset({"columnMapping"})
+#: engines whose rewrite of a file with a deletion vector is proved (formats/delta/apply/deletes.py hands
+#: them the deleted positions, tests/apply/test_deletion_vector_rewrite.py): the local engine. The spark
+#: engine's rewrite honours the same per-input deletes, but is left to its native OPTIMIZE until a
+#: delta-spark test proves it
+REWRITES_DELETION_VECTORS = frozenset({"local"})
 
 
 def native_possible(engine: str, method: str) -> bool:

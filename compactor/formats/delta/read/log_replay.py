@@ -94,6 +94,8 @@ class Replay:
     has_metadata: bool = False
     #: the version of the checkpoint the replay began from (None: from the first commit)
     checkpoint_version: int | None = None
+    #: each live file's deletion vector descriptor as its add carries it (files without one are absent)
+    deletion_vectors: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -108,9 +110,15 @@ class Replay:
         if removed:
             self.live.pop(key, None)
             self.tombstones[key] = ref
+            if dv and _dv_key(self.deletion_vectors.get(path)) == key[1]:
+                del self.deletion_vectors[path]
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
+            if dv:
+                self.deletion_vectors[path] = dv
+            else:
+                self.deletion_vectors.pop(path, None)
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         """An add action; ``path``: its path decoded (a parsed commit's key), else its field is decoded here."""

@@ -1,0 +1,126 @@
+"""The rows a rewrite leaves out of each input: those its deletion vector deletes (Delta's row-level
+deletes), proved before a single file is written, and handed to the engine as the format-neutral core's
+per-input deletes (engines/base.py BinInput.drop). Each input's descriptor is kept as its add carries it,
+for the remove that retires the file (formats/delta/apply/log_writer.py remove_action).
+
+The log says which file has which vector (formats/delta/read/log_replay.py, never a list another library
+computed), the vector is decoded from its bytes (formats/delta/read/deletion_vectors.py), and every
+number is checked against a second source before rows are dropped by it:
+- the positions decoded equal the descriptor's ``cardinality``, and each lies below the file's row count
+  (the log's numRecords; the engine then checks the footer: a position past the end fails verification);
+- where delta-rs can read the table's vectors (it cannot resolve some, e.g. a random prefix), its mask
+  of the file deletes exactly the same positions and is as long as the file's row count;
+- the number of rows the plan's state counted as deleted (delta-rs, at plan time) is the cardinality.
+Any disagreement refuses the group, naming the file and why; nothing is written."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from compactor.errors import StalePlanError, VerificationError
+from compactor.formats.delta.apply.commit import RemovedFile
+from compactor.formats.delta.read.deletion_vectors import DeletionVector, DeletionVectorError, deleted_positions
+from compactor.formats.delta.read.facts import delta_facts
+from compactor.formats.delta.read.log_replay import replay
+from compactor.models.state import TableState
+from compactor.models.table import TableLocation
+from compactor.runtime.storage import storage_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class InputDeletes:
+    """One input's deletion vector as its add carries it, and the positions it deletes."""
+
+    vector: DeletionVector
+    positions: frozenset[int]
+
+
+def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[RemovedFile],
+                  dt: Any = None) -> dict[str, InputDeletes]:
+    """The deletion vector of each of ``inputs`` that has one (module docstring); {} when the table has no
+    deletionVectors feature. ``dt``: the open DeltaTable, for the cross-check with delta-rs' masks.
+    Raises VerificationError when a vector does not prove itself, StalePlanError when an input is no
+    longer live."""
+    facts = delta_facts(state)
+    if not facts.deletion_vectors_enabled or not inputs:
+        return {}
+    logged = replay(where)
+    live = {key[0] for key in logged.live}
+    gone = [f.path for f in inputs if f.path not in live]
+    if gone:
+        raise StalePlanError(f"{len(gone)} input file(s) are no longer in the table (e.g. {gone[0]}); nothing was "
+                             "written or committed", hint="re-plan")
+    store = storage_for(where.uri, where.storage_options)
+    masks = _delta_rs_masks(dt, where.uri) if dt is not None else None
+    counted = facts.deleted_rows
+    out: dict[str, InputDeletes] = {}
+    for f in inputs:
+        raw = logged.deletion_vectors.get(f.path)
+        if raw is None:
+            if counted and counted.get(f.path):
+                raise _refused(f.path, f"delta-rs counts {counted[f.path]} deleted row(s), the log names no "
+                                       "deletion vector")
+            continue
+        dv = DeletionVector(raw)
+        try:
+            positions = deleted_positions(dv, store.read_bytes, where.uri)
+        except (DeletionVectorError, OSError) as e:
+            raise _refused(f.path, str(e)) from None
+        except Exception as e:  # noqa: BLE001 - the storage layer's errors name the file that is missing
+            raise _refused(f.path, str(e).splitlines()[0]) from None
+        rows = f.num_records
+        if rows is not None and positions and positions[-1] >= rows:
+            raise _refused(f.path, f"it deletes row {positions[-1]}, the file holds {rows}")
+        if counted is not None and f.path in counted and counted[f.path] != dv.cardinality:
+            raise _refused(f.path, f"the plan's state counted {counted[f.path]} deleted row(s), its cardinality "
+                                   f"says {dv.cardinality}")
+        mask = None if masks is None else masks.get(f.path)
+        if mask is not None:
+            theirs = [i for i, keep in enumerate(mask) if not keep]
+            if theirs != positions:
+                raise _refused(f.path, f"delta-rs' mask deletes {len(theirs)} row(s), the vector {len(positions)} "
+                                       "(or other positions)")
+            if rows is not None and len(mask) != rows:
+                raise _refused(f.path, f"delta-rs' mask covers {len(mask)} row(s), the file holds {rows}")
+        out[f.path] = InputDeletes(dv, frozenset(positions))
+    return out
+
+
+def carrying(files: Mapping[str, RemovedFile], deletes: Mapping[str, InputDeletes]) -> dict[str, RemovedFile]:
+    """``files`` with each one's deletion vector descriptor, for its remove."""
+    return {p: replace(f, deletion_vector=deletes[p].vector.raw) if p in deletes else f for p, f in files.items()}
+
+
+def _delta_rs_masks(dt: Any, uri: str) -> dict[str, list[bool]] | None:
+    """delta-rs' keep-mask of each file with a deletion vector, by path relative to the root; None when
+    delta-rs cannot read them (the decoded vectors then stand on their own checks)."""
+    import pyarrow as pa
+
+    try:
+        table = pa.table(dt.deletion_vectors())
+    except Exception as e:  # noqa: BLE001 - delta-rs raises several types
+        log.info("%s: delta-rs cannot read the deletion vectors (%s); they are checked without it", uri,
+                 str(e).splitlines()[0][:200])
+        return None
+    from urllib.parse import unquote
+
+    root = uri.rstrip("/")
+    out: dict[str, list[bool]] = {}
+    for location, keep in zip(table.column("filepath").to_pylist(), table.column("selection_vector").to_pylist()):
+        rel = unquote(location)
+        for prefix in (f"file://{root}/", f"{root}/"):
+            if rel.startswith(prefix):
+                rel = rel[len(prefix):]
+                break
+        out[rel] = keep
+    return out
+
+
+def _refused(path: str, why: str) -> VerificationError:
+    return VerificationError(f"the deletion vector of {path} does not prove itself: {why}; nothing was written or "
+                             "committed")
