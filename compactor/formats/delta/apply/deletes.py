@@ -40,15 +40,22 @@ class InputDeletes:
     positions: frozenset[int]
 
 
+@dataclass(frozen=True)
+class ProvedDeletes:
+    """What input_deletes found: the vectors that proved themselves, and why each other input is refused."""
+
+    deletes: Mapping[str, InputDeletes]
+    refused: Mapping[str, VerificationError]
+
+
 def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[RemovedFile],
-                  dt: Any = None) -> dict[str, InputDeletes]:
-    """The deletion vector of each of ``inputs`` that has one (module docstring); {} when the table has no
-    deletionVectors feature. ``dt``: the open DeltaTable, for the cross-check with delta-rs' masks.
-    Raises VerificationError when a vector does not prove itself, StalePlanError when an input is no
-    longer live."""
+                  dt: Any = None) -> ProvedDeletes:
+    """The deletion vector of each of ``inputs`` that has one (module docstring); none when the table has
+    no deletionVectors feature. ``dt``: the open DeltaTable, for the cross-check with delta-rs' masks.
+    Raises StalePlanError when an input is no longer live."""
     facts = delta_facts(state)
     if not facts.deletion_vectors_enabled or not inputs:
-        return {}
+        return ProvedDeletes({}, {})
     logged = replay(where)
     live = {key[0] for key in logged.live}
     gone = [f.path for f in inputs if f.path not in live]
@@ -59,36 +66,45 @@ def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[Remo
     masks = _delta_rs_masks(dt, where.uri) if dt is not None else None
     counted = facts.deleted_rows
     out: dict[str, InputDeletes] = {}
+    refused: dict[str, VerificationError] = {}
     for f in inputs:
-        raw = logged.deletion_vectors.get(f.path)
-        if raw is None:
-            if counted and counted.get(f.path):
-                raise _refused(f.path, f"delta-rs counts {counted[f.path]} deleted row(s), the log names no "
-                                       "deletion vector")
-            continue
-        dv = DeletionVector(raw)
         try:
-            positions = deleted_positions(dv, store.read_bytes, where.uri)
-        except (DeletionVectorError, OSError) as e:
-            raise _refused(f.path, str(e)) from None
-        except Exception as e:  # noqa: BLE001 - the storage layer's errors name the file that is missing
-            raise _refused(f.path, str(e).splitlines()[0]) from None
-        rows = f.num_records
-        if rows is not None and positions and positions[-1] >= rows:
-            raise _refused(f.path, f"it deletes row {positions[-1]}, the file holds {rows}")
-        if counted is not None and f.path in counted and counted[f.path] != dv.cardinality:
-            raise _refused(f.path, f"the plan's state counted {counted[f.path]} deleted row(s), its cardinality "
-                                   f"says {dv.cardinality}")
-        mask = None if masks is None else masks.get(f.path)
-        if mask is not None:
-            theirs = [i for i, keep in enumerate(mask) if not keep]
-            if theirs != positions:
-                raise _refused(f.path, f"delta-rs' mask deletes {len(theirs)} row(s), the vector {len(positions)} "
-                                       "(or other positions)")
-            if rows is not None and len(mask) != rows:
-                raise _refused(f.path, f"delta-rs' mask covers {len(mask)} row(s), the file holds {rows}")
-        out[f.path] = InputDeletes(dv, frozenset(positions))
-    return out
+            found = _proved(f, logged.deletion_vectors.get(f.path), store, where.uri, counted, masks)
+        except VerificationError as e:
+            refused[f.path] = e
+            continue
+        if found is not None:
+            out[f.path] = found
+    return ProvedDeletes(out, refused)
+
+
+def _proved(f: RemovedFile, raw: Mapping[str, Any] | None, store: Any, root: str, counted: Mapping[str, int] | None,
+            masks: Mapping[str, list[bool]] | None) -> InputDeletes | None:
+    """``f``'s deletion vector (descriptor ``raw``, as the log has it) proved, or None when it has none."""
+    if raw is None:
+        if counted and counted.get(f.path):
+            raise _refused(f.path, f"delta-rs counts {counted[f.path]} deleted row(s), the log names no deletion vector")
+        return None
+    dv = DeletionVector(raw)
+    try:
+        positions = deleted_positions(dv, store.read_bytes, root)
+    except DeletionVectorError as e:
+        raise _refused(f.path, str(e)) from None
+    rows = f.num_records
+    if rows is not None and positions and positions[-1] >= rows:
+        raise _refused(f.path, f"it deletes row {positions[-1]}, the file holds {rows}")
+    if counted is not None and f.path in counted and counted[f.path] != dv.cardinality:
+        raise _refused(f.path, f"the plan's state counted {counted[f.path]} deleted row(s), its cardinality says "
+                               f"{dv.cardinality}")
+    mask = None if masks is None else masks.get(f.path)
+    if mask is not None:
+        theirs = [i for i, keep in enumerate(mask) if not keep]
+        if theirs != positions:
+            raise _refused(f.path, f"delta-rs' mask deletes {len(theirs)} row(s), the vector {len(positions)} (or "
+                                   "other positions)")
+        if rows is not None and len(mask) != rows:
+            raise _refused(f.path, f"delta-rs' mask covers {len(mask)} row(s), the file holds {rows}")
+    return InputDeletes(dv, frozenset(positions))
 
 
 def carrying(files: Mapping[str, RemovedFile], deletes: Mapping[str, InputDeletes]) -> dict[str, RemovedFile]:

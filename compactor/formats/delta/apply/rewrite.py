@@ -218,34 +218,49 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        inputs, drops = _group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
+        group = _group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
     except CompactorError:
         return  # its own run reports it
+    if group.refused:
+        return  # its own run reports them
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, inputs, ctx, engine, schema, key, background=True, drops=drops)  # type: ignore[arg-type]
+    prepared = _prepare(nxt, group.files, ctx, engine, schema, key, background=True,  # type: ignore[arg-type]
+                        drops=group.drops)
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
-def _group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction],
-                  engine: RewriteEngine) -> tuple[list[dict[str, RemovedFile]], dict[str, frozenset[int]]]:
-    """Each action's planned inputs as they are now (each with its deletion vector descriptor, for its
-    remove), and the rows each input's deletion vector deletes, proved (apply/deletes.py); refuses what
-    compactor's rewrite cannot do (context.refuse_unrewritable)."""
+@dataclass(frozen=True)
+class _GroupInputs:
+    """A group's inputs as they are now: per action, its files (each with its deletion vector descriptor,
+    for its remove); the rows each input's deletion vector deletes; the members refused because a vector
+    of theirs does not prove itself (apply/deletes.py), by index."""
+
+    files: list[dict[str, RemovedFile]]
+    drops: dict[str, frozenset[int]]
+    refused: dict[int, VerificationError]
+
+
+def _group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> _GroupInputs:
+    """The group's inputs (_GroupInputs); refuses what compactor's rewrite cannot do
+    (context.refuse_unrewritable)."""
     session = session_of(ctx)
     inputs = [planned_inputs(ctx.state, a, session) for a in actions]
     for i in inputs:
         refuse_unrewritable(ctx, i, engine)
     every = [f for i in inputs for f in i.values()]
     if not delta_facts(ctx.state).deletion_vectors_enabled:
-        return inputs, {}
+        return _GroupInputs(inputs, {}, {})
     dt = handle(ctx)
-    deletes = input_deletes(ctx.location, ctx.state, every, dt)
+    proved = input_deletes(ctx.location, ctx.state, every, dt)
+    refused = {k: next(proved.refused[p] for p in i if p in proved.refused)
+               for k, i in enumerate(inputs) if proved.refused.keys() & i.keys()}
+    deletes = proved.deletes
     if deletes and not writes_directly(dt, ctx.location):
         raise UnsupportedTableError(f"{ctx.table.name}: {len(deletes)} planned file(s) carry deletion vectors (e.g. "
                                     f"{sorted(deletes)[0]}), and compactor cannot write this table's commits itself "
                                     "(a writer feature it does not know, or a locking store); delta-rs' remove cannot "
                                     "carry a deletion vector", hint="compact them with the spark engine's native OPTIMIZE")
-    return [carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}
+    return _GroupInputs([carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}, refused)
 
 
 def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
@@ -254,7 +269,12 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     state, where = ctx.state, ctx.location
     read_version = int(state.version or 0)
     session = session_of(ctx)
-    inputs, drops = _group_inputs(ctx, rewrites, engine)
+    group = _group_inputs(ctx, rewrites, engine)
+    if group.refused:  # the others go ahead without them
+        rest = [a for k, a in enumerate(rewrites) if k not in group.refused]
+        done = iter(rewrite_group(rest, ctx, engine) if rest else [])
+        return [group.refused[k] if k in group.refused else next(done) for k in range(len(rewrites))]
+    inputs, drops = group.files, group.drops
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
         refuse_if_table_changed(where, read_version)
     except StalePlanError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactor.formats.delta.read.log_paths import Z85_VALUE, dv_file
+from compactor.runtime.storage.base import ObjectNotFoundError
 
 #: Delta's RoaringBitmapArray magic numbers (little-endian): the portable 64-bit format the protocol
 #: specifies, and delta-spark's native one (a 4-byte bitmap count, then per bitmap its 4-byte size and a
@@ -195,7 +196,12 @@ def bitmap_bytes(dv: DeletionVector, read: Any, root: str) -> bytes:
         raise DeletionVectorError(str(e)) from None
     if where is None:
         raise DeletionVectorError(f"a deletion vector of storage type {dv.storage_type!r} names no file")
-    data: bytes = read(where.path)
+    try:
+        data: bytes = read(where.path)
+    except Exception as e:  # noqa: BLE001 - each store raises its own not-found and I/O errors
+        gone = isinstance(e, (FileNotFoundError, ObjectNotFoundError))
+        raise DeletionVectorError(f"its file {where.path} is not on storage" if gone else
+                                  f"its file {where.path} cannot be read ({str(e).splitlines()[0][:200]})") from None
     if not data or data[0] != FILE_VERSION:
         raise DeletionVectorError(f"{where.path}: not a deletion vector file of version {FILE_VERSION}")
     at = dv.offset
