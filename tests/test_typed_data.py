@@ -36,6 +36,8 @@ ALLOWED: dict[str, str] = {
     "formats/delta/apply/log_writer:commit_info.info": DELTA_ACTION + " (the commitInfo line as written)",
     "formats/delta/apply/log_writer:commit_info.return": DELTA_ACTION + " (the commitInfo line as written)",
     "formats/delta/apply/log_writer:remove_action.return": DELTA_ACTION + " (a remove line as written)",
+    "formats/delta/duplicates/repair:_vector.add": DELTA_ACTION + " (an add as the log has it: its deletionVector is read)",
+    "formats/delta/read/deletion_vectors:descriptor.value": DELTA_ACTION + " (a deletionVector as the log or a checkpoint holds it, typed here)",
     "formats/delta/apply/log_writer:write_commit.actions": DELTA_ACTION + " (the add and remove lines as written)",
     "formats/delta/read/log:Commit.adds": DELTA_ACTION,
     "formats/delta/read/log:Commit.info": DELTA_ACTION,

@@ -74,9 +74,14 @@ def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
-    # DVs stored under a random prefix: delta-rs cannot read them, so nobody knows which files carry one
-    unknown = read_delta_state(TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large")))
-    assert unknown.extra.deletion_vectors_enabled is True
+    # DVs in files delta-rs cannot resolve: the log's descriptors still say which files carry one, and how
+    # many rows each deletes (their cardinality)
+    where = TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"))
+    logged = read_delta_state(where)
+    assert logged.extra.deletion_vectors_enabled is True and logged.extra.has_deletion_vectors is True
+    assert sorted(logged.extra.deleted_rows.values()) == [1, 1, 1, 2, 2, 3, 4]
+    # at an older version than the log's newest, neither delta-rs nor the log's replay answers: unknown
+    unknown = read_delta_state(where, version=3)
     assert unknown.extra.has_deletion_vectors is None and "deleted_rows" not in unknown.files.column_names
     known = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "table-with-dv-small")))
     assert known.extra.has_deletion_vectors is True

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson
 from compactor.formats.delta.read.log import Commit, commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime.faults import crash_point
@@ -51,7 +52,7 @@ class RemovedFile:
     size: int
     partition_values: Mapping[str, str | None]
     num_records: int | None = None
-    deletion_vector: Mapping[str, Any] | None = None
+    deletion_vector: DescriptorJson | None = None
 
 
 def commit_properties(commit_metadata: Mapping[str, str]) -> Any:

@@ -20,13 +20,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compactor.errors import StalePlanError, VerificationError
+from compactor.engines.base import RewriteEngine
+from compactor.errors import StalePlanError, UnsupportedTableError, VerificationError
+from compactor.formats.base import ActionContext
 from compactor.formats.delta.apply.commit import RemovedFile
-from compactor.formats.delta.read.deletion_vectors import DeletionVector, DeletionVectorError, deleted_positions
+from compactor.formats.delta.apply.context import handle, planned_inputs, refuse_unrewritable
+from compactor.formats.delta.apply.log_writer import writes_directly
+from compactor.formats.delta.apply.session import session_of
+from compactor.formats.delta.read.deletion_vectors import (
+    DeletionVector,
+    DeletionVectorError,
+    DescriptorJson,
+    deleted_positions,
+)
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.formats.delta.read.log_replay import replay
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
+from compactor.planning.actions import RewriteAction
 from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
@@ -78,7 +89,7 @@ def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[Remo
     return ProvedDeletes(out, refused)
 
 
-def _proved(f: RemovedFile, raw: Mapping[str, Any] | None, store: Any, root: str, counted: Mapping[str, int] | None,
+def _proved(f: RemovedFile, raw: DescriptorJson | None, store: Any, root: str, counted: Mapping[str, int] | None,
             masks: Mapping[str, list[bool]] | None) -> InputDeletes | None:
     """``f``'s deletion vector (descriptor ``raw``, as the log has it) proved, or None when it has none."""
     if raw is None:
@@ -105,6 +116,41 @@ def _proved(f: RemovedFile, raw: Mapping[str, Any] | None, store: Any, root: str
         if rows is not None and len(mask) != rows:
             raise _refused(f.path, f"delta-rs' mask covers {len(mask)} row(s), the file holds {rows}")
     return InputDeletes(dv, frozenset(positions))
+
+
+@dataclass(frozen=True)
+class GroupInputs:
+    """A group's inputs as they are now: per action, its files (each with its deletion vector descriptor,
+    for its remove); the rows each input's deletion vector deletes; the members refused because a vector
+    of theirs does not prove itself (apply/deletes.py), by index."""
+
+    files: list[dict[str, RemovedFile]]
+    drops: dict[str, frozenset[int]]
+    refused: dict[int, VerificationError]
+
+
+def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> GroupInputs:
+    """The group's inputs (GroupInputs); refuses what compactor's rewrite cannot do
+    (context.refuse_unrewritable)."""
+
+    session = session_of(ctx)
+    inputs = [planned_inputs(ctx.state, a, session) for a in actions]
+    for i in inputs:
+        refuse_unrewritable(ctx, i, engine)
+    every = [f for i in inputs for f in i.values()]
+    if not delta_facts(ctx.state).deletion_vectors_enabled:
+        return GroupInputs(inputs, {}, {})
+    dt = handle(ctx)
+    proved = input_deletes(ctx.location, ctx.state, every, dt)
+    refused = {k: next(proved.refused[p] for p in i if p in proved.refused)
+               for k, i in enumerate(inputs) if proved.refused.keys() & i.keys()}
+    deletes = proved.deletes
+    if deletes and not writes_directly(dt, ctx.location):
+        raise UnsupportedTableError(f"{ctx.table.name}: {len(deletes)} planned file(s) carry deletion vectors (e.g. "
+                                    f"{sorted(deletes)[0]}), and compactor cannot write this table's commits itself "
+                                    "(a writer feature it does not know, or a locking store); delta-rs' remove cannot "
+                                    "carry a deletion vector", hint="compact them with the spark engine's native OPTIMIZE")
+    return GroupInputs([carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}, refused)
 
 
 def carrying(files: Mapping[str, RemovedFile], deletes: Mapping[str, InputDeletes]) -> dict[str, RemovedFile]:

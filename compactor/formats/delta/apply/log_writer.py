@@ -31,6 +31,7 @@ from urllib.parse import quote, unquote
 
 from compactor import __version__
 from compactor.errors import StalePlanError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson
 from compactor.formats.delta.read.log import read_commit
 from compactor.formats.delta.read.state import DELTA_RS_SAFE
 from compactor.models.table import TableLocation
@@ -157,7 +158,7 @@ def log_path(logical: str) -> str:
 
 
 def add_action(path: str, size: int, partition_values: Mapping[str, str | None], stats: str,
-               now_ms: int, deletion_vector: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               now_ms: int, deletion_vector: DescriptorJson | None = None) -> dict[str, Any]:
     """An add; ``deletion_vector``: a file re-added as it was (a revert) keeps its descriptor, or the rows
     it deleted would be live again."""
     add = {"path": log_path(path), "partitionValues": dict(partition_values), "size": int(size),
@@ -168,7 +169,7 @@ def add_action(path: str, size: int, partition_values: Mapping[str, str | None],
 
 
 def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int,
-                  deletion_vector: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  deletion_vector: DescriptorJson | None = None) -> dict[str, Any]:
     """A remove as delta-spark writes one (AddFile.removeWithTimestamp): the file's path, partition values,
     size and deletion vector descriptor exactly as its add has it (a reader keys a file by its path and its
     vector's unique id: a remove without the descriptor retires nothing)."""

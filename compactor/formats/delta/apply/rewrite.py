@@ -21,7 +21,6 @@ from compactor.errors import (
     ApplyError,
     CompactorError,
     StalePlanError,
-    UnsupportedTableError,
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -40,15 +39,11 @@ from compactor.formats.delta.apply.context import (
     data_schema,
     group_key,
     handle,
-    planned_inputs,
-    refuse_unrewritable,
 )
-from compactor.formats.delta.apply.deletes import carrying, input_deletes
-from compactor.formats.delta.apply.log_writer import writes_directly
+from compactor.formats.delta.apply.deletes import group_inputs
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
 from compactor.formats.delta.apply.stats import delta_stats
-from compactor.formats.delta.read.facts import delta_facts
 from compactor.formats.delta.read.log import Commit
 from compactor.formats.delta.read.references import references
 from compactor.models.results import ActionDetails, CommitReverted
@@ -218,7 +213,7 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        group = _group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
+        group = group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
     except CompactorError:
         return  # its own run reports it
     if group.refused:
@@ -229,47 +224,13 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
-@dataclass(frozen=True)
-class _GroupInputs:
-    """A group's inputs as they are now: per action, its files (each with its deletion vector descriptor,
-    for its remove); the rows each input's deletion vector deletes; the members refused because a vector
-    of theirs does not prove itself (apply/deletes.py), by index."""
-
-    files: list[dict[str, RemovedFile]]
-    drops: dict[str, frozenset[int]]
-    refused: dict[int, VerificationError]
-
-
-def _group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> _GroupInputs:
-    """The group's inputs (_GroupInputs); refuses what compactor's rewrite cannot do
-    (context.refuse_unrewritable)."""
-    session = session_of(ctx)
-    inputs = [planned_inputs(ctx.state, a, session) for a in actions]
-    for i in inputs:
-        refuse_unrewritable(ctx, i, engine)
-    every = [f for i in inputs for f in i.values()]
-    if not delta_facts(ctx.state).deletion_vectors_enabled:
-        return _GroupInputs(inputs, {}, {})
-    dt = handle(ctx)
-    proved = input_deletes(ctx.location, ctx.state, every, dt)
-    refused = {k: next(proved.refused[p] for p in i if p in proved.refused)
-               for k, i in enumerate(inputs) if proved.refused.keys() & i.keys()}
-    deletes = proved.deletes
-    if deletes and not writes_directly(dt, ctx.location):
-        raise UnsupportedTableError(f"{ctx.table.name}: {len(deletes)} planned file(s) carry deletion vectors (e.g. "
-                                    f"{sorted(deletes)[0]}), and compactor cannot write this table's commits itself "
-                                    "(a writer feature it does not know, or a locking store); delta-rs' remove cannot "
-                                    "carry a deletion vector", hint="compact them with the spark engine's native OPTIMIZE")
-    return _GroupInputs([carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}, refused)
-
-
 def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
                    engine: RewriteEngine) -> list[ActionOutcome | CompactorError]:
     """The rewrite pipeline for one commit group (run_group)."""
     state, where = ctx.state, ctx.location
     read_version = int(state.version or 0)
     session = session_of(ctx)
-    group = _group_inputs(ctx, rewrites, engine)
+    group = group_inputs(ctx, rewrites, engine)
     if group.refused:  # the others go ahead without them
         rest = [a for k, a in enumerate(rewrites) if k not in group.refused]
         done = iter(rewrite_group(rest, ctx, engine) if rest else [])

@@ -32,6 +32,7 @@ from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 from compactor.formats.delta.duplicates.repair_result import RepairResult
 from compactor.formats.delta.plan.retention import DELETED, parse_interval
 from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
@@ -232,7 +233,7 @@ def execute(table: TableLocation, detection: Detection, *,
 
     # a file removed or restored keeps its deletion vector (its remove matches its add only with it; a
     # restore without it would bring its deleted rows back); a copy holds the same rows at the same positions
-    vectors = {p: (lineage.last_add.get(p) or {}).get("deletionVector") for p in (*proposal.remove, *proposal.restore)}
+    vectors = {p: _vector(lineage.last_add.get(p)) for p in (*proposal.remove, *proposal.restore)}
     vectors.update({copy: vectors.get(p) for copy, p in copy_of.items()})
 
     def through_delta_rs() -> None:
@@ -259,9 +260,15 @@ def execute(table: TableLocation, detection: Detection, *,
     return result
 
 
+def _vector(add: Mapping[str, Any] | None) -> DescriptorJson | None:
+    """The deletion vector descriptor an add action carries, or None."""
+    dv = (add or {}).get("deletionVector")
+    return descriptor(dv) if dv else None
+
+
 def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
             extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None],
-            vectors: Mapping[str, Mapping[str, Any] | None]) -> None:
+            vectors: Mapping[str, DescriptorJson | None]) -> None:
     """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py)."""
     from deltalake.transaction import AddAction
 

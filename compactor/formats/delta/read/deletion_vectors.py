@@ -18,7 +18,7 @@ import struct
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from compactor.formats.delta.read.log_paths import Z85_VALUE, dv_file
 from compactor.runtime.storage.base import ObjectNotFoundError
@@ -39,6 +39,22 @@ _NO_OFFSET_THRESHOLD = 4
 _ARRAY_MAX = 4096
 
 
+class DescriptorJson(TypedDict, total=False):
+    """A deletion vector descriptor as the log's add and remove actions carry it (PROTOCOL.md), kept as
+    read: a remove copies it unchanged."""
+
+    storageType: str
+    pathOrInlineDv: str
+    offset: int
+    sizeInBytes: int
+    cardinality: int
+
+
+def descriptor(value: Mapping[str, Any]) -> DescriptorJson:
+    """The descriptor a log action's ``deletionVector`` holds (JSON or a checkpoint's struct), unchanged."""
+    return cast(DescriptorJson, dict(value))
+
+
 class DeletionVectorError(Exception):
     """A deletion vector that cannot be read or does not prove itself (the caller names the file)."""
 
@@ -48,7 +64,7 @@ class DeletionVector:
     """A deletion vector descriptor exactly as an add action carries it (``raw``: its JSON object, copied
     unchanged into compactor's remove of the file)."""
 
-    raw: Mapping[str, Any]
+    raw: DescriptorJson
 
     @property
     def storage_type(self) -> str:

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from compactor.errors import TableReadError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import Commit, read_commit
 from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root
 from compactor.models.table import TableLocation
@@ -95,7 +96,7 @@ class Replay:
     #: the version of the checkpoint the replay began from (None: from the first commit)
     checkpoint_version: int | None = None
     #: each live file's deletion vector descriptor as its add carries it (files without one are absent)
-    deletion_vectors: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    deletion_vectors: dict[str, DescriptorJson] = field(default_factory=dict)
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -116,7 +117,7 @@ class Replay:
             self.tombstones.pop(key, None)
             self.live[key] = ref
             if dv:
-                self.deletion_vectors[path] = dv
+                self.deletion_vectors[path] = descriptor(dv)
             else:
                 self.deletion_vectors.pop(path, None)
 
