@@ -22,6 +22,12 @@ from compactor.formats.delta.apply.commit import (
 )
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, REWRITES_DELETION_VECTORS, unsupported_reason
+from compactor.formats.delta.read.column_mapping import (
+    ColumnMappingError,
+    mapping_mode,
+    physical_names,
+    physical_schema,
+)
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -94,9 +100,22 @@ def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile], e
 
 
 def data_schema(dt: DeltaTable, partition_columns: Sequence[str]) -> pa.Schema:
-    """The table's data columns as written in data files: the Delta schema without partition columns."""
+    """The table's data columns as written in data files: the Delta schema without partition columns, in
+    its physical names and field ids where the table maps columns (formats/delta/read/column_mapping.py)."""
     schema = pa.schema(dt.schema().to_arrow())
-    return pa.schema([f for f in schema if f.name not in set(partition_columns)])
+    data = pa.schema([f for f in schema if f.name not in set(partition_columns)])
+    mode = mapping_mode(dict(dt.metadata().configuration or {}))
+    try:
+        return physical_schema(data, dt.schema().to_json(), mode)
+    except ColumnMappingError as e:
+        raise UnsupportedTableError(f"{dt.table_uri}: column mapping mode {mode}: {e}") from None
+
+
+def partition_names(dt: DeltaTable) -> dict[str, str]:
+    """Each partition column's name as data files, folders and partitionValues spell it (its physical
+    name under column mapping) by its logical name."""
+    names = physical_names(dt.schema().to_json(), mapping_mode(dict(dt.metadata().configuration or {})))
+    return {c: names.get(c, c) for c in dt.metadata().partition_columns}
 
 
 def fence(ctx: ActionContext) -> None:

@@ -11,7 +11,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +21,7 @@ from compactor.errors import (
     ApplyError,
     CompactorError,
     StalePlanError,
+    UnsupportedTableError,
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -39,8 +40,10 @@ from compactor.formats.delta.apply.context import (
     data_schema,
     group_key,
     handle,
+    partition_names,
 )
 from compactor.formats.delta.apply.deletes import group_inputs
+from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
 from compactor.formats.delta.apply.stats import delta_stats
@@ -66,9 +69,10 @@ log = logging.getLogger(__name__)
 CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
 
 
-def _jobs(uri: str, action: RewriteAction,
-          drops: Mapping[str, frozenset[int]]) -> tuple[list[BinJob], list[str], list[str]]:
-    """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py)."""
+def _jobs(uri: str, action: RewriteAction, drops: Mapping[str, frozenset[int]],
+          names: Mapping[str, str]) -> tuple[list[BinJob], list[str], list[str]]:
+    """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py);
+    ``names``: each partition column's name in data files (context.partition_names)."""
     token = uuid.uuid4().hex[:12]
     sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
     jobs, outputs, staging = [], [], []
@@ -78,7 +82,7 @@ def _jobs(uri: str, action: RewriteAction,
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
         jobs.append(BinJob(tuple(BinInput(join(uri, p), drops.get(p, frozenset())) for p in b), join(uri, out),
                            join(uri, stage), sort_by,
-                           tuple(action.partition), CHANGE_DATA_COLUMNS))
+                           tuple(names.get(c, c) for c in action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
     return jobs, outputs, staging
@@ -115,7 +119,7 @@ class _Prepared:
 
 def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
              engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool,
-             drops: Mapping[str, frozenset[int]]) -> _Prepared:
+             drops: Mapping[str, frozenset[int]], names: Mapping[str, str]) -> _Prepared:
     """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
     max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
     bins are rewritten while this one commits). ``inputs``: each action's planned_inputs; ``drops``: the
@@ -125,7 +129,7 @@ def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, Rem
     outputs: list[str] = []
     staging: list[str] = []
     for a in actions:
-        j, o, s = _jobs(uri, a, drops)
+        j, o, s = _jobs(uri, a, drops, names)
         jobs += j
         outputs += o
         staging += s
@@ -206,7 +210,7 @@ def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Pre
     return None
 
 
-def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
+def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema, names: Mapping[str, str]) -> None:
     """Start rewriting the table's next commit group now (it will run: its preconditions hold)."""
     nxt, session = ctx.next_group, ctx.session
     if not nxt or ctx.dry_run or not isinstance(session, DeltaSession) or \
@@ -220,7 +224,7 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) 
         return  # its own run reports them
     key = ctx.commit_metadata[MARKER] + ":next"
     prepared = _prepare(nxt, group.files, ctx, engine, schema, key, background=True,  # type: ignore[arg-type]
-                        drops=group.drops)
+                        drops=group.drops, names=names)
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
@@ -243,22 +247,28 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         raise
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
+    names = partition_names(dt)
+    if any(k != v for k, v in names.items()) and not writes_directly(dt, where):
+        raise UnsupportedTableError(f"{ctx.table.name}: its partition columns are mapped to physical names, which "
+                                    "delta-rs' commit of compactor's files would not write, and compactor cannot "
+                                    "write this table's commits itself", hint="use the spark engine's native OPTIMIZE")
     marker = ctx.commit_metadata[MARKER]
     prepared = _take_prepared(ctx, rewrites) or \
-        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False, drops=drops)
+        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False, drops=drops, names=names)
     results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()
-        _prepare_next(ctx, engine, schema)  # the next group's bins are rewritten while this one commits
+        _prepare_next(ctx, engine, schema, names)  # the next group's bins are rewritten while this one commits
         failures = _verify_members(rewrites, prepared, written)
         if failures:
             raise _GroupNotCommitted(failures)
         crash_point("delta.outputs_written")
         files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
         for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
-            added = [NewFile(rel, w.size, dict(a.partition), delta_stats(w.facts), w.rows)
+            values = {names.get(c, c): v for c, v in a.partition.items()}  # partitionValues: physical names
+            added = [NewFile(rel, w.size, values, delta_stats(w.facts), w.rows)
                      for rel, w in zip(prepared.outputs[cut], written[cut])]
-            files.append(([ins[p] for p in a.input_paths], added, written[cut]))
+            files.append(([replace(ins[p], partition_values=values) for p in a.input_paths], added, written[cut]))
         stale = _stale_members(where, read_version, files)
         _drop_outputs(where, [f for k, f in enumerate(files) if k in stale])
         keep = [f for k, f in enumerate(files) if k not in stale]

@@ -21,6 +21,10 @@ UNREWRITABLE = frozenset({"columnMapping"})
 #: engine's rewrite honours the same per-input deletes, but is left to its native OPTIMIZE until a
 #: delta-spark test proves it
 REWRITES_DELETION_VECTORS = frozenset({"local"})
+#: engines whose rewrite of a column-mapped table (name and id mode) is proved: the local engine reads and
+#: writes files in the table's physical names and field ids (formats/delta/read/column_mapping.py,
+#: tests/apply/test_column_mapping_rewrite.py)
+REWRITES_COLUMN_MAPPING = frozenset({"local"})
 
 
 def native_possible(engine: str, method: str) -> bool:
@@ -41,6 +45,8 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
     bad = sorted(feats & UNREWRITABLE)
     if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
         bad = sorted(set(bad) | {"columnMapping"})
+    if engine in REWRITES_COLUMN_MAPPING:
+        bad = [f for f in bad if f != "columnMapping"]
     if bad:
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
     facts = delta_facts(state)
