@@ -69,6 +69,7 @@ def test_local_apply_drops_deleted_rows_and_removes_carry_the_vectors(tmp_path: 
     run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
     assert run.ok and all(r.status == "success" for r in run.results), [r.error for r in run.results]
     assert rows(t) == before
+    assert all(r.rows_before == r.rows_after for r in run.results)  # live rows: the deleted ones are not counted
     after = replay(TableLocation(str(t)))
     assert not rewritten & {p for p, _ in after.live}, "a rewritten file is still live"
     lines = [a for v in range(version + 1, after.version + 1) for a in _commit(t, v)]

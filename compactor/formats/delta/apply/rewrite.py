@@ -290,7 +290,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
             continue
         outcome = ActionOutcome(
             files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
-            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
+            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_kept for x in w),  # live rows, as Iceberg
             rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
             removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
             details=ActionDetails(bins=len(rewrites[k].bins), commit_group=len(keep), method="rewrite"))
