@@ -111,11 +111,14 @@ def data_schema(dt: DeltaTable, partition_columns: Sequence[str]) -> pa.Schema:
         raise UnsupportedTableError(f"{dt.table_uri}: column mapping mode {mode}: {e}") from None
 
 
-def partition_names(dt: DeltaTable) -> dict[str, str]:
-    """Each partition column's name as data files, folders and partitionValues spell it (its physical
+def column_names(dt: DeltaTable) -> dict[str, str]:
+    """Each top-level column's name as data files, folders and partitionValues spell it (its physical
     name under column mapping) by its logical name."""
-    names = physical_names(dt.schema().to_json(), mapping_mode(dict(dt.metadata().configuration or {})))
-    return {c: names.get(c, c) for c in dt.metadata().partition_columns}
+    mode = mapping_mode(dict(dt.metadata().configuration or {}))
+    try:
+        return physical_names(dt.schema().to_json(), mode)
+    except ColumnMappingError as e:
+        raise UnsupportedTableError(f"{dt.table_uri}: column mapping mode {mode}: {e}") from None
 
 
 def fence(ctx: ActionContext) -> None:

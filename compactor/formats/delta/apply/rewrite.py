@@ -37,10 +37,10 @@ from compactor.formats.delta.apply.commit import (
 )
 from compactor.formats.delta.apply.context import (
     REWRITE_GROUP,
+    column_names,
     data_schema,
     group_key,
     handle,
-    partition_names,
 )
 from compactor.formats.delta.apply.deletes import group_inputs
 from compactor.formats.delta.apply.log_writer import writes_directly
@@ -72,9 +72,9 @@ CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", 
 def _jobs(uri: str, action: RewriteAction, drops: Mapping[str, frozenset[int]],
           names: Mapping[str, str]) -> tuple[list[BinJob], list[str], list[str]]:
     """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py);
-    ``names``: each partition column's name in data files (context.partition_names)."""
+    ``names``: each column's name in data files (context.column_names)."""
     token = uuid.uuid4().hex[:12]
-    sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
+    sort_by = tuple(names.get(c, c) for c in action.sort_by) if isinstance(action, SortAction) else ()
     jobs, outputs, staging = [], [], []
     for i, b in enumerate(action.bins):
         folder = posixpath.dirname(b[0])
@@ -247,11 +247,11 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         raise
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
-    names = partition_names(dt)
+    names = column_names(dt)
     if any(k != v for k, v in names.items()) and not writes_directly(dt, where):
-        raise UnsupportedTableError(f"{ctx.table.name}: its partition columns are mapped to physical names, which "
-                                    "delta-rs' commit of compactor's files would not write, and compactor cannot "
-                                    "write this table's commits itself", hint="use the spark engine's native OPTIMIZE")
+        raise UnsupportedTableError(f"{ctx.table.name}: its columns are mapped to physical names, which delta-rs' "
+                                    "commit of compactor's files would not write, and compactor cannot write this "
+                                    "table's commits itself", hint="use the spark engine's native OPTIMIZE")
     marker = ctx.commit_metadata[MARKER]
     prepared = _take_prepared(ctx, rewrites) or \
         _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False, drops=drops, names=names)
