@@ -34,7 +34,7 @@ from compactor.formats.delta.read.deletion_vectors import (
     deleted_positions,
 )
 from compactor.formats.delta.read.facts import delta_facts
-from compactor.formats.delta.read.log_replay import replay
+from compactor.formats.delta.read.log_replay import Replay, replay
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.planning.actions import RewriteAction
@@ -60,14 +60,15 @@ class ProvedDeletes:
 
 
 def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[RemovedFile],
-                  dt: Any = None) -> ProvedDeletes:
+                  dt: Any = None, logged: Replay | None = None) -> ProvedDeletes:
     """The deletion vector of each of ``inputs`` that has one (module docstring); none when the table has
     no deletionVectors feature. ``dt``: the open DeltaTable, for the cross-check with delta-rs' masks.
+    ``logged``: the log's replay at its newest version (read here when not given).
     Raises StalePlanError when an input is no longer live."""
     facts = delta_facts(state)
     if not facts.deletion_vectors_enabled or not inputs:
         return ProvedDeletes({}, {})
-    logged = replay(where)
+    logged = logged if logged is not None else replay(where)
     live = {key[0] for key in logged.live}
     gone = [f.path for f in inputs if f.path not in live]
     if gone:
@@ -141,7 +142,7 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
     if not delta_facts(ctx.state).deletion_vectors_enabled:
         return GroupInputs(inputs, {}, {})
     dt = handle(ctx)
-    proved = input_deletes(ctx.location, ctx.state, every, dt)
+    proved = input_deletes(ctx.location, ctx.state, every, dt, session.replayed())
     refused = {k: next(proved.refused[p] for p in i if p in proved.refused)
                for k, i in enumerate(inputs) if proved.refused.keys() & i.keys()}
     deletes = proved.deletes
