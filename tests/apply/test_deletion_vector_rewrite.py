@@ -139,3 +139,17 @@ def test_a_vector_file_that_is_not_on_storage_refuses_each_partition_naming_it(t
         assert "its file deletion_vector_" in (r.error or "") and "is not on storage" in (r.error or "")
         assert f"partCol={r.partition['partCol']}/" in (r.error or "")  # each names a file of its own partition
     assert DeltaTable(str(t)).version() == version
+
+
+def test_a_partition_whose_vector_is_gone_is_refused_and_the_others_commit(tmp_path: Path) -> None:
+    t = _copy("delta-misc/partitioned-table-with-dv-large", tmp_path / "t")
+    gone = t / "deletion_vector_0661cff2-4d32-4f91-ba26-c77e4498683c.bin"  # partCol=8's vector
+    gone.unlink()
+    plan = plan_for(t, target_size=2**20)
+    run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
+    status = {r.partition["partCol"]: r.status for r in run.results}
+    assert status == {"3": "success", "6": "success", "7": "success", "8": "verification_failed"}, status
+    [refused] = [r for r in run.results if r.status != "success"]
+    assert f"its file {gone.name} is not on storage" in (refused.error or "")
+    live = {p for p, _ in replay(TableLocation(str(t))).live}
+    assert set(next(a for a in plan.tables[0].actions if a.partition["partCol"] == "8").input_paths) <= live
