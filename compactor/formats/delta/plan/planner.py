@@ -66,14 +66,13 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     skips: list[Skip] = []
     files = state.files
     eligible = forced = None
-    alone = False
     if native_possible(engine, c.method):
         forced = _deletion_candidates(state)
     else:
         eligible, sk = _rewrite_eligibility(state, engine)
         skips += sk
-        if engine in REWRITES_DELETION_VECTORS:  # its rewrite drops the deleted rows: as OPTIMIZE, even alone
-            forced, alone = _deletion_candidates(state), True
+        if engine in REWRITES_DELETION_VECTORS:  # its rewrite drops the deleted rows: candidates as in OPTIMIZE
+            forced = _deletion_candidates(state)  # (a bin of one file is dropped, as OPTIMIZE drops it)
     carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
@@ -82,8 +81,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         forced = forced.filter(keep) if forced is not None else None
     if c.enabled:
         acts, sk = plan_partitions(files, state.partition_columns, c, now=now, bin_model=BIN_MODEL,
-                                   version=state.version, where=where, eligible=eligible, forced=forced,
-                                   forced_alone=alone)
+                                   version=state.version, where=where, eligible=eligible, forced=forced)
         actions += acts
         skips += sk
     else:
