@@ -83,3 +83,19 @@ def test_local_apply_on_a_spark_written_dv_table(delta_spark, tmp_path: Path, pa
     delta_spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 10 = 3")
     assert sum(_rows(delta_spark, path).values()) == sum(n for r, n in before.items() if r[0] % 10 != 3)
     assert json.dumps(run.results[0].partition)  # partitions named as the plan names them
+
+
+def test_a_delete_after_planning_makes_the_local_rewrite_of_its_files_stale(delta_spark, tmp_path: Path) -> None:
+    """A DELETE that gives a planned file a new deletion vector (delta-spark removes the file with its old
+    vector and adds it with the new one) between the plan and the apply: that partition is stale, nothing of
+    it committed, every row as the DELETE left it."""
+    path = str(tmp_path / "t")
+    _build(delta_spark, path, "int", False)
+    plan = plan_for(Path(path), target_size=2**20)
+    assert plan.tables[0].actions
+    delta_spark.sql(f"DELETE FROM delta.`{path}` WHERE part = 1 AND id % 10 = 7")
+    expected = _rows(delta_spark, path)
+    run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
+    status = {r.partition["part"]: r.status for r in run.results}
+    assert status["1"] == "stale" and all(s == "success" for p, s in status.items() if p != "1"), status
+    assert _rows(delta_spark, path) == expected
