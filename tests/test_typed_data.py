@@ -36,6 +36,8 @@ ALLOWED: dict[str, str] = {
     "formats/delta/apply/log_writer:commit_info.info": DELTA_ACTION + " (the commitInfo line as written)",
     "formats/delta/apply/log_writer:commit_info.return": DELTA_ACTION + " (the commitInfo line as written)",
     "formats/delta/apply/log_writer:remove_action.return": DELTA_ACTION + " (a remove line as written)",
+    "formats/delta/apply/log_writer:remove_action.remove": DELTA_ACTION + " (a remove line as written)",
+    "formats/delta/read/log_replay:Replay.vector_adds": DELTA_ACTION + " (an add as the log has it, whose tags and stats a remove copies)",
     "formats/delta/duplicates/repair:_vector.add": DELTA_ACTION + " (an add as the log has it: its deletionVector is read)",
     "formats/delta/read/column_mapping:_fields.delta": FROM_JSON + " (a Delta schema's fields, as metaData.schemaString holds them)",
     "formats/delta/read/column_mapping:_physical.field": FROM_JSON + " (one field of a Delta schema, as schemaString holds it)",

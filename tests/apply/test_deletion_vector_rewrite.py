@@ -77,8 +77,12 @@ def test_local_apply_drops_deleted_rows_and_removes_carry_the_vectors(tmp_path: 
     removes = {r["remove"]["path"]: r["remove"] for r in lines if "remove" in r}
     adds = [a["add"] for a in lines if "add" in a]
     assert set(removes) == rewritten  # the fixtures' paths need no encoding
+    last_adds = {a["add"]["path"]: a["add"] for v in range(version + 1) for a in _commit(t, v) if "add" in a}
     for path, remove in removes.items():
         assert remove.get("deletionVector") == vectors.get(path), path  # exactly as the add had it, or none
+        if path in vectors:  # and the add's other fields delta-spark copies into a remove
+            assert remove.get("stats") == last_adds[path].get("stats") and remove["stats"], path
+            assert remove.get("tags") == last_adds[path].get("tags"), path
     assert adds and not any("deletionVector" in a for a in adds)
     assert sum(json.loads(a["stats"])["numRecords"] for a in adds) == \
         sum(1 for p in after.deletion_vectors if p in rewritten) + _live_rows(t, {a["path"] for a in adds})

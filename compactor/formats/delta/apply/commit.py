@@ -46,13 +46,16 @@ class NewFile:
 class RemovedFile:
     """A file the swap removes (``num_records``: its rows as the log states them, None when unknown;
     ``deletion_vector``: its deletion vector descriptor exactly as its add carries it, which its remove
-    must carry too, or the remove matches nothing)."""
+    must carry too, or the remove matches nothing; ``tags`` and ``stats``: its add's, which delta-spark copies
+    into a remove, where the log's replay read them)."""
 
     path: str
     size: int
     partition_values: Mapping[str, str | None]
     num_records: int | None = None
     deletion_vector: DescriptorJson | None = None
+    tags: Mapping[str, str] | None = None
+    stats: str | None = None
 
 
 def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
@@ -172,7 +175,8 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                                        commit_properties=commit_properties(commit_metadata))
 
     write_commit(table, where, read_version,
-                 [*(remove_action(r.path, r.size, r.partition_values, now, r.deletion_vector) for r in removed),
+                 [*(remove_action(r.path, r.size, r.partition_values, now, r.deletion_vector, tags=r.tags,
+                                  stats=r.stats) for r in removed),
                   *(add_action(f.path, f.size, f.partition_values, f.stats, now) for f in added)],
                  optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by,
                           deletion_vectors=sum(1 for r in removed if r.deletion_vector)),

@@ -49,6 +49,9 @@ class InputDeletes:
 
     vector: DeletionVector
     positions: frozenset[int]
+    #: the add's tags and statistics, where the log's replay read the whole add (a remove copies them)
+    tags: Mapping[str, str] | None = None
+    stats: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,10 @@ def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[Remo
             refused[f.path] = e
             continue
         if found is not None:
-            out[f.path] = found
+            add = logged.vector_adds.get(f.path) or {}
+            tags, stats = add.get("tags"), add.get("stats")
+            out[f.path] = replace(found, tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, Mapping)
+                                  else None, stats=stats if isinstance(stats, str) else None)
     return ProvedDeletes(out, refused)
 
 
@@ -156,7 +162,8 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
 
 def carrying(files: Mapping[str, RemovedFile], deletes: Mapping[str, InputDeletes]) -> dict[str, RemovedFile]:
     """``files`` with each one's deletion vector descriptor, for its remove."""
-    return {p: replace(f, deletion_vector=deletes[p].vector.raw) if p in deletes else f for p, f in files.items()}
+    return {p: replace(f, deletion_vector=deletes[p].vector.raw, tags=deletes[p].tags, stats=deletes[p].stats)
+            if p in deletes else f for p, f in files.items()}
 
 
 def _delta_rs_masks(dt: Any, uri: str) -> dict[str, list[bool]] | None:

@@ -169,14 +169,20 @@ def add_action(path: str, size: int, partition_values: Mapping[str, str | None],
 
 
 def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int,
-                  deletion_vector: DescriptorJson | None = None) -> dict[str, Any]:
+                  deletion_vector: DescriptorJson | None = None, *, tags: Mapping[str, str] | None = None,
+                  stats: str | None = None) -> dict[str, Any]:
     """A remove as delta-spark writes one (AddFile.removeWithTimestamp): the file's path, partition values,
-    size and deletion vector descriptor exactly as its add has it (a reader keys a file by its path and its
-    vector's unique id: a remove without the descriptor retires nothing)."""
-    remove = {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
-              "extendedFileMetadata": True, "partitionValues": dict(partition_values), "size": int(size)}
+    size, tags, deletion vector descriptor and statistics as its add has them (a reader keys a file by its
+    path and its vector's unique id: a remove without the descriptor retires nothing)."""
+    remove: dict[str, Any] = {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
+                              "extendedFileMetadata": True, "partitionValues": dict(partition_values),
+                              "size": int(size)}
+    if tags:
+        remove["tags"] = dict(tags)
     if deletion_vector:
         remove["deletionVector"] = dict(deletion_vector)
+    if stats:
+        remove["stats"] = stats
     return {"remove": remove}
 
 
