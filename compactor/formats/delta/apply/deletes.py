@@ -34,6 +34,7 @@ from compactor.formats.delta.read.deletion_vectors import (
     deleted_positions,
 )
 from compactor.formats.delta.read.facts import delta_facts
+from compactor.formats.delta.read.log import read_commit
 from compactor.formats.delta.read.log_replay import Replay, replay
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -82,6 +83,7 @@ def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[Remo
     counted = facts.deleted_rows
     out: dict[str, InputDeletes] = {}
     refused: dict[str, VerificationError] = {}
+    adds = _logged_adds(where, logged, [f.path for f in inputs if f.path in logged.deletion_vectors])
     for f in inputs:
         try:
             found = _proved(f, logged.deletion_vectors.get(f.path), store, where.uri, counted, masks)
@@ -89,11 +91,31 @@ def input_deletes(where: TableLocation, state: TableState, inputs: Sequence[Remo
             refused[f.path] = e
             continue
         if found is not None:
-            add = logged.vector_adds.get(f.path) or {}
+            add = adds.get(f.path) or {}
             tags, stats = add.get("tags"), add.get("stats")
             out[f.path] = replace(found, tags={str(k): str(v) for k, v in tags.items()} if isinstance(tags, Mapping)
                                   else None, stats=stats if isinstance(stats, str) else None)
     return ProvedDeletes(out, refused)
+
+
+def _logged_adds(where: TableLocation, logged: Replay, paths: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+    """The live add of each of ``paths`` (files with a deletion vector) as a JSON commit since the replay's
+    checkpoint has it, whole (a remove copies its tags and statistics); a file added before the checkpoint
+    is absent (the checkpoint's adds are read for their descriptors only)."""
+    wanted = {p: logged.deletion_vectors[p] for p in paths}
+    out: dict[str, Mapping[str, Any]] = {}
+    version = logged.version
+    while wanted and version > (logged.checkpoint_version if logged.checkpoint_version is not None else -1):
+        commit = read_commit(where, version)
+        if commit is None:
+            break
+        for p in [p for p in wanted if p in commit.adds]:
+            add = commit.adds[p]
+            if add.get("deletionVector") == wanted[p]:
+                out[p] = add
+            del wanted[p]  # its newest add: an older one is not the live one
+        version -= 1
+    return out
 
 
 def _proved(f: RemovedFile, raw: DescriptorJson | None, store: Any, root: str, counted: Mapping[str, int] | None,

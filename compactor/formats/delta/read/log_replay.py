@@ -97,9 +97,6 @@ class Replay:
     checkpoint_version: int | None = None
     #: each live file's deletion vector descriptor as its add carries it (files without one are absent)
     deletion_vectors: dict[str, DescriptorJson] = field(default_factory=dict)
-    #: the add action of each live file with a deletion vector, as read (whole from a JSON commit; from a
-    #: checkpoint only the fields the replay reads): a remove copies its other fields (tags, stats)
-    vector_adds: dict[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -116,7 +113,6 @@ class Replay:
             self.tombstones[key] = ref
             if dv and _dv_key(self.deletion_vectors.get(path)) == key[1]:
                 del self.deletion_vectors[path]
-                self.vector_adds.pop(path, None)
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
@@ -124,14 +120,10 @@ class Replay:
                 self.deletion_vectors[path] = descriptor(dv)
             else:
                 self.deletion_vectors.pop(path, None)
-                self.vector_adds.pop(path, None)
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         """An add action; ``path``: its path decoded (a parsed commit's key), else its field is decoded here."""
-        path = _decoded(action) if path is None else path
-        self.put(False, path, action.get("deletionVector"))
-        if action.get("deletionVector"):
-            self.vector_adds[relative_to_root(path, self.root) if _is_absolute(path) else path] = action
+        self.put(False, _decoded(action) if path is None else path, action.get("deletionVector"))
 
     def remove(self, action: Mapping[str, Any], path: str | None = None) -> None:
         self.put(True, _decoded(action) if path is None else path, action.get("deletionVector"),
