@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from compactor.engines.base import RewriteEngine
-from compactor.errors import StalePlanError, UnsupportedTableError, VerificationError
+from compactor.errors import CompactorError, StalePlanError, UnsupportedTableError, VerificationError
 from compactor.formats.base import ActionContext
-from compactor.formats.delta.apply.commit import RemovedFile
+from compactor.formats.delta.apply.commit import RemovedFile, removed_since
 from compactor.formats.delta.apply.context import handle, planned_inputs, refuse_unrewritable
 from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import session_of
@@ -150,12 +150,13 @@ def _proved(f: RemovedFile, raw: DescriptorJson | None, store: Any, root: str, c
 @dataclass(frozen=True)
 class GroupInputs:
     """A group's inputs as they are now: per action, its files (each with its deletion vector descriptor,
-    for its remove); the rows each input's deletion vector deletes; the members refused because a vector
-    of theirs does not prove itself (apply/deletes.py), by index."""
+    for its remove); the rows each input's deletion vector deletes; the members refused, by index: stale (a
+    commit since the plan removed an input, e.g. a DELETE that gave it a new vector) or a vector of theirs
+    does not prove itself."""
 
     files: list[dict[str, RemovedFile]]
     drops: dict[str, frozenset[int]]
-    refused: dict[int, VerificationError]
+    refused: dict[int, CompactorError]
 
 
 def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> GroupInputs:
@@ -169,10 +170,13 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
     every = [f for i in inputs for f in i.values()]
     if not delta_facts(ctx.state).deletion_vectors_enabled:
         return GroupInputs(inputs, {}, {})
+    gone = removed_since(ctx.location, int(ctx.state.version or 0), [f.path for f in every])
+    refused: dict[int, CompactorError] = {k: _stale(sorted(i.keys() & gone), gone)
+                                          for k, i in enumerate(inputs) if i.keys() & gone}
     dt = handle(ctx)
-    proved = input_deletes(ctx.location, ctx.state, every, dt, session.replayed())
-    refused = {k: next(proved.refused[p] for p in i if p in proved.refused)
-               for k, i in enumerate(inputs) if proved.refused.keys() & i.keys()}
+    proved = input_deletes(ctx.location, ctx.state, [f for f in every if f.path not in gone], dt, session.replayed())
+    refused.update({k: next(proved.refused[p] for p in i if p in proved.refused)
+                    for k, i in enumerate(inputs) if k not in refused and proved.refused.keys() & i.keys()})
     deletes = proved.deletes
     if deletes and not writes_directly(dt, ctx.location):
         raise UnsupportedTableError(f"{ctx.table.name}: {len(deletes)} planned file(s) carry deletion vectors (e.g. "
@@ -180,6 +184,11 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
                                     "(a writer feature it does not know, or a locking store); delta-rs' remove cannot "
                                     "carry a deletion vector", hint="compact them with the spark engine's native OPTIMIZE")
     return GroupInputs([carrying(i, deletes) for i in inputs], {p: d.positions for p, d in deletes.items()}, refused)
+
+
+def _stale(paths: list[str], gone: Mapping[str, int]) -> StalePlanError:
+    return StalePlanError(f"{len(paths)} input file(s) were removed by a concurrent commit (e.g. {paths[0]} in version "
+                          f"{gone[paths[0]]}); nothing of this partition was written or committed", hint="re-plan")
 
 
 def carrying(files: Mapping[str, RemovedFile], deletes: Mapping[str, InputDeletes]) -> dict[str, RemovedFile]:
