@@ -85,17 +85,44 @@ def test_local_apply_on_a_spark_written_dv_table(delta_spark, tmp_path: Path, pa
     assert json.dumps(run.results[0].partition)  # partitions named as the plan names them
 
 
-def test_a_delete_after_planning_makes_the_local_rewrite_of_its_files_stale(delta_spark, tmp_path: Path) -> None:
-    """A DELETE that gives a planned file a new deletion vector (delta-spark removes the file with its old
-    vector and adds it with the new one) between the plan and the apply: that partition is stale, nothing of
-    it committed, every row as the DELETE left it."""
+@pytest.mark.parametrize("when", ["before the apply", "while the bins are rewritten"])
+def test_a_delete_racing_the_local_rewrite_leaves_every_row_as_the_delete_left_it(
+        delta_spark, tmp_path: Path, when: str) -> None:
+    """A DELETE that gives planned files new deletion vectors (delta-spark removes each with its old vector
+    and adds it with the new one): before the apply, the apply compacts with the new vectors; once the apply
+    has read them (crash point ``delta.journal_written``, before the rewrite), that partition is stale and
+    nothing of it commits. Either way every row is exactly as the DELETE left it."""
+    from compactor.runtime import faults
+
     path = str(tmp_path / "t")
     _build(delta_spark, path, "int", False)
     plan = plan_for(Path(path), target_size=2**20)
-    assert plan.tables[0].actions
-    delta_spark.sql(f"DELETE FROM delta.`{path}` WHERE part = 1 AND id % 10 = 7")
-    expected = _rows(delta_spark, path)
-    run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
+    planned = {p for a in plan.tables[0].actions if a.partition["part"] == "1" for p in a.input_paths}
+    assert planned
+    delete = f"DELETE FROM delta.`{path}` WHERE part = 1 AND id % 10 = 7"
+    expected = Counter({r: n for r, n in _rows(delta_spark, path).items() if not (r[1] == 1 and r[0] % 10 == 7)})
+    fired: list[str] = []
+
+    def hook(name: str) -> None:
+        if name == "delta.journal_written" and not fired:
+            fired.append(name)
+            delta_spark.sql(delete)
+
+    if when == "before the apply":
+        delta_spark.sql(delete)
+        previous = faults.set_hook(None)
+    else:
+        previous = faults.set_hook(hook)
+    try:
+        run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
+    finally:
+        faults.set_hook(previous)
     status = {r.partition["part"]: r.status for r in run.results}
-    assert status["1"] == "stale" and all(s == "success" for p, s in status.items() if p != "1"), status
+    version = delta_spark.sql(f"DESCRIBE HISTORY delta.`{path}`").where("operation = 'DELETE'").collect()[0]["version"]
+    touched = {r["remove"]["path"] for r in commit_actions(path, version) if "remove" in r}
+    assert touched & planned, "the DELETE touched no planned file"
+    if when == "before the apply":
+        assert set(status.values()) == {"success"}, status
+    else:
+        assert fired and status.pop("1") == "stale" and set(status.values()) == {"success"}, (fired, status)
     assert _rows(delta_spark, path) == expected
