@@ -386,16 +386,31 @@ def test_item_7_plan_rows_are_the_live_rows_of_a_deletion_vector_table(delta_spa
     assert actions and sum(a["rows"] for a in actions) == table.rows == 540  # 600 written, 60 deleted by DVs
 
 
+def _raw_path_table(spark, path: Path):
+    """Spark-written, partitioned by a city whose every value is non-ASCII (Spark writes them raw into the
+    log, where delta-rs would encode them): two appends, two small files per partition."""
+    from tests import spark_tables as st
+
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, city STRING) USING delta PARTITIONED BY (city)")
+    for start in (0, 30):
+        (spark.range(start, start + 30).selectExpr("id", "element_at(array('Zürich', 'Malmö', 'Łódź'), "
+                                                         "CAST(id % 3 AS INT) + 1) AS city")
+         .repartition(1).write.format("delta").mode("append").save(str(path)))
+    return st.SparkTable("raw_paths", str(path), 60, ("city",))
+
+
 @pytest.mark.spark
 @pytest.mark.delta_jars
-def test_item_8_quickstart_on_a_deletion_vector_table_plan_inspect_and_report_say_the_same(
+def test_item_8_quickstart_on_a_table_only_delta_spark_compacts_plan_inspect_and_report_say_the_same(
         delta_spark, tmp_path: Path) -> None:
     """Acceptance: plan, inspect and report give the same reason and the same next step; no false
-    "already_compact", no "compact them" where the plan merges none."""
+    "already_compact", no "compact them" where the plan merges none. The table: Spark-written, its partition
+    values non-ASCII, which Spark writes raw into the log (the issue's table had deletion vectors, which the
+    local engine now compacts: tests/apply/test_deletion_vector_rewrite.py)."""
     import html
     import re
 
-    table = _dv_table(delta_spark, tmp_path / "events")
+    table = _raw_path_table(delta_spark, tmp_path / "events")
     proj = _quickstart(tmp_path, table.path)
     for spark_target, step in ((None, "use the spark engine (delta-spark's OPTIMIZE compacts it): add a target with "
                                       "`engine: spark` to profiles.yml, then `compactor plan --target <that target>`"),
@@ -404,8 +419,8 @@ def test_item_8_quickstart_on_a_deletion_vector_table_plan_inspect_and_report_sa
         if spark_target:
             with open(proj / "profiles.yml", "a") as f:
                 f.write(f"    {spark_target}: {{engine: spark}}\n")
-        said = ("unsupported x3 (date=2024-01-01 and 2 more): 6 file(s) with deletion vectors, which compactor's own "
-                f"rewrite leaves alone; {step}")
+        said = ("unsupported x3 (city=Malmö and 2 more): 2 file(s) whose log path delta-rs cannot reproduce (written "
+                f"raw, e.g. non-ASCII characters), which compactor's own rewrite leaves alone; {step}")
         plan = cli("plan", cwd=proj)
         assert plan.returncode == 0, plan.stdout + plan.stderr
         plan_text = " ".join(plan.stdout.split())

@@ -74,12 +74,17 @@ def test_missing_and_not_delta_paths(tmp_path: Path) -> None:
 
 
 def test_deletion_vector_presence_is_only_claimed_when_certain(fixtures_dir: Path) -> None:
-    # DVs stored under a random prefix: delta-rs cannot read them, but the log's descriptors say which files
-    # carry one and how many rows each deletes (read/deletion_vectors.py)
-    prefixed = read_delta_state(TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large")))
-    assert prefixed.extra.deletion_vectors_enabled is True and prefixed.extra.has_deletion_vectors is True
-    assert sum(prefixed.files.column("deleted_rows").to_pylist()) == 14
-    assert set(prefixed.extra.deletion_vectors) == set(prefixed.extra.deleted_rows)
+    # DVs in files delta-rs cannot resolve: the log's descriptors still say which files carry one, and how
+    # many rows each deletes (their cardinality)
+    where = TableLocation(str(fixtures_dir / "delta-misc" / "partitioned-table-with-dv-large"))
+    logged = read_delta_state(where)
+    assert logged.extra.deletion_vectors_enabled is True and logged.extra.has_deletion_vectors is True
+    assert sorted(logged.extra.deleted_rows.values()) == [1, 1, 1, 2, 2, 3, 4]
+    assert sum(logged.files.column("deleted_rows").to_pylist()) == 14
+    assert set(logged.extra.deletion_vectors) == set(logged.extra.deleted_rows)
+    # at an older version than the log's newest, neither delta-rs nor the log's replay answers: unknown
+    unknown = read_delta_state(where, version=3)
+    assert unknown.extra.has_deletion_vectors is None and "deleted_rows" not in unknown.files.column_names
     known = read_delta_state(TableLocation(str(fixtures_dir / "delta-rs" / "table-with-dv-small")))
     assert known.extra.has_deletion_vectors is True
     (path,) = known.extra.deleted_rows

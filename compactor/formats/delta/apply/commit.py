@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compactor.errors import ApplyError, StalePlanError
+from compactor.errors import ApplyError, StalePlanError, UnsupportedTableError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson
 from compactor.formats.delta.read.log import Commit, commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime.faults import crash_point
@@ -43,12 +44,18 @@ class NewFile:
 
 @dataclass(frozen=True)
 class RemovedFile:
-    """A file the swap removes (``num_records``: its rows as the log states them, None when unknown)."""
+    """A file the swap removes (``num_records``: its rows as the log states them, None when unknown;
+    ``deletion_vector``: its deletion vector descriptor exactly as its add carries it, which its remove
+    must carry too, or the remove matches nothing; ``tags`` and ``stats``: its add's, which delta-spark copies
+    into a remove, where the log's replay read them)."""
 
     path: str
     size: int
     partition_values: Mapping[str, str | None]
     num_records: int | None = None
+    deletion_vector: DescriptorJson | None = None
+    tags: Mapping[str, str] | None = None
+    stats: str | None = None
 
 
 def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
@@ -156,6 +163,11 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
     now = int(time.time() * 1000)
 
     def through_delta_rs() -> None:
+        carried = [r.path for r in removed if r.deletion_vector]
+        if carried:  # delta-rs' RemoveAction has no deletionVector: its remove would match nothing
+            raise UnsupportedTableError(f"{len(carried)} input file(s) carry deletion vectors (e.g. {carried[0]}), "
+                                        "which only compactor's own commit writer can remove, and it cannot write "
+                                        "this table's commits; nothing was committed")
         actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
         actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
@@ -163,9 +175,11 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                                        commit_properties=commit_properties(commit_metadata))
 
     write_commit(table, where, read_version,
-                 [*(remove_action(r.path, r.size, r.partition_values, now) for r in removed),
+                 [*(remove_action(r.path, r.size, r.partition_values, now, r.deletion_vector, tags=r.tags,
+                                  stats=r.stats) for r in removed),
                   *(add_action(f.path, f.size, f.partition_values, f.stats, now) for f in added)],
-                 optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by),
+                 optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by,
+                          deletion_vectors=sum(1 for r in removed if r.deletion_vector)),
                  commit_metadata, fallback=through_delta_rs)
     own = find_commit(where, read_version, commit_metadata[MARKER])
     if own is None:
@@ -212,13 +226,18 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     table.update_incremental()
 
     def through_delta_rs() -> None:
+        if any(r.deletion_vector for r in removed):  # delta-rs' AddAction cannot carry it: rows would come back
+            raise ApplyError(f"compactor's commit {own.version} cannot be reverted: its inputs carry deletion vectors "
+                             "and delta-rs writes this table's commits", hint="restore the table to the version "
+                             "before it (RESTORE)")
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
                                        partition_by=list(table.metadata().partition_columns),
                                        commit_properties=commit_properties(meta))
 
     from compactor.formats.delta.apply.log_writer import add_action, remove_action, repair, write_commit
 
-    restore = [add_action(a.path, a.size, a.partition_values, a.stats, now) for a in actions
+    vectors = {r.path: r.deletion_vector for r in removed}
+    restore = [add_action(a.path, a.size, a.partition_values, a.stats, now, vectors.get(a.path)) for a in actions
                if isinstance(a, AddAction)]
     write_commit(table, where, table.version(),
                  [*(remove_action(f.path, f.size, f.partition_values, now) for f in added), *restore],

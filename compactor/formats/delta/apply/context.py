@@ -21,7 +21,13 @@ from compactor.formats.delta.apply.commit import (
     RemovedFile,
 )
 from compactor.formats.delta.apply.session import DeltaSession, session_of
-from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, unsupported_reason
+from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, REWRITES_DELETION_VECTORS, unsupported_reason
+from compactor.formats.delta.read.column_mapping import (
+    ColumnMappingError,
+    mapping_mode,
+    physical_names,
+    physical_schema,
+)
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -77,11 +83,12 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
     return out
 
 
-def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -> None:
-    """Never rewrite a file with a deletion vector (a plain read brings deleted rows back, and a remove
-    without the DV's id matches nothing) or one whose log path delta-rs cannot write back."""
+def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile], engine: RewriteEngine) -> None:
+    """Never rewrite a file with a deletion vector on an engine whose rewrite of them is not proved
+    (support.REWRITES_DELETION_VECTORS; a plain read brings deleted rows back, and a remove without the
+    DV's id matches nothing) or one whose log path delta-rs cannot write back."""
     dv = delta_facts(ctx.state).with_deletion_vector & set(inputs)
-    if dv:
+    if dv and engine.name not in REWRITES_DELETION_VECTORS:
         raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
                                     f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
                                     hint="compact them with the spark engine's native OPTIMIZE")
@@ -93,9 +100,25 @@ def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile]) -
 
 
 def data_schema(dt: DeltaTable, partition_columns: Sequence[str]) -> pa.Schema:
-    """The table's data columns as written in data files: the Delta schema without partition columns."""
+    """The table's data columns as written in data files: the Delta schema without partition columns, in
+    its physical names and field ids where the table maps columns (formats/delta/read/column_mapping.py)."""
     schema = pa.schema(dt.schema().to_arrow())
-    return pa.schema([f for f in schema if f.name not in set(partition_columns)])
+    data = pa.schema([f for f in schema if f.name not in set(partition_columns)])
+    mode = mapping_mode(dict(dt.metadata().configuration or {}))
+    try:
+        return physical_schema(data, dt.schema().to_json(), mode)
+    except ColumnMappingError as e:
+        raise UnsupportedTableError(f"{dt.table_uri}: column mapping mode {mode}: {e}") from None
+
+
+def column_names(dt: DeltaTable) -> dict[str, str]:
+    """Each top-level column's name as data files, folders and partitionValues spell it (its physical
+    name under column mapping) by its logical name."""
+    mode = mapping_mode(dict(dt.metadata().configuration or {}))
+    try:
+        return physical_names(dt.schema().to_json(), mode)
+    except ColumnMappingError as e:
+        raise UnsupportedTableError(f"{dt.table_uri}: column mapping mode {mode}: {e}") from None
 
 
 def fence(ctx: ActionContext) -> None:
@@ -154,5 +177,6 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
     if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
         return None
     facts = delta_facts(state)
-    blocked = facts.with_deletion_vector | facts.unremovable_paths
+    blocked = facts.unremovable_paths if engine.name in REWRITES_DELETION_VECTORS else \
+        facts.with_deletion_vector | facts.unremovable_paths
     return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP

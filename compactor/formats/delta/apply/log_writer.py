@@ -31,6 +31,7 @@ from urllib.parse import quote, unquote
 
 from compactor import __version__
 from compactor.errors import StalePlanError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson
 from compactor.formats.delta.read.log import read_commit
 from compactor.formats.delta.read.state import DELTA_RS_SAFE
 from compactor.models.table import TableLocation
@@ -38,9 +39,11 @@ from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
-#: writer features a dataChange=false swap of files without deletion vectors satisfies as it is: it adds
-#: and removes whole files holding the same rows, writes no change data, no deletion vector, no row id,
-#: no domain metadata, no in-commit timestamp. A table naming any other feature is committed by delta-rs.
+#: writer features a dataChange=false swap satisfies as it is: it adds whole files holding the rows its
+#: inputs hold less those their deletion vectors delete, removes each input with its deletion vector
+#: descriptor (deletionVectors: a remove carrying it), writes no change data, no new deletion vector, no
+#: row id, no domain metadata, no in-commit timestamp. A table naming any other feature is committed by
+#: delta-rs, which cannot remove a file with a deletion vector (commit.py refuses those).
 KNOWN_WRITER_FEATURES = frozenset({
     "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "timestampNtz",
     "deletionVectors", "vacuumProtocolCheck", "allowColumnDefaults", "v2Checkpoint", "columnMapping",
@@ -80,10 +83,11 @@ def partition_predicate(partitions: Iterable[Mapping[str, str | None]]) -> list[
     return out
 
 
-def file_size_metrics(removed: Sequence[int], added: Sequence[int]) -> dict[str, int]:
-    """delta-spark OPTIMIZE's operationMetrics of files removed and added (sizes in bytes)."""
+def file_size_metrics(removed: Sequence[int], added: Sequence[int], deletion_vectors: int = 0) -> dict[str, int]:
+    """delta-spark OPTIMIZE's operationMetrics of files removed and added (sizes in bytes;
+    ``deletion_vectors``: the removed files that carried one)."""
     metrics = {"numRemovedFiles": len(removed), "numRemovedBytes": sum(removed), "numAddedFiles": len(added),
-               "numAddedBytes": sum(added), "numDeletionVectorsRemoved": 0}
+               "numAddedBytes": sum(added), "numDeletionVectorsRemoved": deletion_vectors}
     if added:
         ordered = sorted(added)
         quartiles = statistics.quantiles(ordered, n=4, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 3
@@ -94,11 +98,11 @@ def file_size_metrics(removed: Sequence[int], added: Sequence[int]) -> dict[str,
 
 
 def optimize(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[int], added: Sequence[int], *,
-             z_order_by: Sequence[str] = ()) -> Operation:
+             z_order_by: Sequence[str] = (), deletion_vectors: int = 0) -> Operation:
     """An OPTIMIZE as delta-spark records one: compactor's rewrite of these partitions' files."""
     return Operation("OPTIMIZE", {"predicate": json.dumps(partition_predicate(partitions)),
                                   "zOrderBy": json.dumps(list(z_order_by)), "clusterBy": "[]", "auto": False},
-                     file_size_metrics(removed, added))
+                     file_size_metrics(removed, added, deletion_vectors))
 
 
 def repair(removed: Sequence[int], added: Sequence[int], *, versions: Sequence[int], reverts: bool = False,
@@ -154,14 +158,32 @@ def log_path(logical: str) -> str:
 
 
 def add_action(path: str, size: int, partition_values: Mapping[str, str | None], stats: str,
-               now_ms: int) -> dict[str, Any]:
-    return {"add": {"path": log_path(path), "partitionValues": dict(partition_values), "size": int(size),
-                    "modificationTime": now_ms, "dataChange": False, "stats": stats}}
+               now_ms: int, deletion_vector: DescriptorJson | None = None) -> dict[str, Any]:
+    """An add; ``deletion_vector``: a file re-added as it was (a revert) keeps its descriptor, or the rows
+    it deleted would be live again."""
+    add = {"path": log_path(path), "partitionValues": dict(partition_values), "size": int(size),
+           "modificationTime": now_ms, "dataChange": False, "stats": stats}
+    if deletion_vector:
+        add["deletionVector"] = dict(deletion_vector)
+    return {"add": add}
 
 
-def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int) -> dict[str, Any]:
-    return {"remove": {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
-                       "extendedFileMetadata": True, "partitionValues": dict(partition_values), "size": int(size)}}
+def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int,
+                  deletion_vector: DescriptorJson | None = None, *, tags: Mapping[str, str] | None = None,
+                  stats: str | None = None) -> dict[str, Any]:
+    """A remove as delta-spark writes one (AddFile.removeWithTimestamp): the file's path, partition values,
+    size, tags, deletion vector descriptor and statistics as its add has them (a reader keys a file by its
+    path and its vector's unique id: a remove without the descriptor retires nothing)."""
+    remove: dict[str, Any] = {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
+                              "extendedFileMetadata": True, "partitionValues": dict(partition_values),
+                              "size": int(size)}
+    if tags:
+        remove["tags"] = dict(tags)
+    if deletion_vector:
+        remove["deletionVector"] = dict(deletion_vector)
+    if stats:
+        remove["stats"] = stats
+    return {"remove": remove}
 
 
 def writes_directly(dt: Any, where: TableLocation) -> bool:

@@ -57,7 +57,9 @@ def z_order_delta_rs(action: ZOrderAction, ctx: ActionContext) -> ActionOutcome:
     """delta-rs z-orders the whole partition as it finds it (files appended since planning included);
     rows are verified from its commit."""
     check_writable(ctx)
-    reason = unsupported_reason(ctx.state, "local")
+    # delta-rs itself reads and writes here: none of the local engine's own rewrite's support (column
+    # mapping, deletion vectors) applies
+    reason = unsupported_reason(ctx.state, "delta-rs")
     if reason:
         raise UnsupportedTableError(f"{ctx.table.name}: {reason}")
     where = ctx.location

@@ -22,7 +22,7 @@ from compactor.formats.delta.apply.commit import MARKER, find_commit
 from compactor.formats.delta.apply.context import fence, handle
 from compactor.formats.delta.apply.native import outcome_from_log
 from compactor.formats.delta.plan.purge_action import PurgeAction
-from compactor.formats.delta.read.deletion_vectors import logged_deletion_vectors
+from compactor.formats.delta.read.deletion_vector_ids import logged_deletion_vectors
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.formats.delta.read.log_replay import dv_key
 from compactor.formats.delta.spark_sql import optimize_conf, reorg_purge_sql

@@ -11,16 +11,17 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 
-from compactor.engines.base import BinJob, IgnoredColumn, RewriteEngine, WrittenFile, inputs_at
+from compactor.engines.base import BinInput, BinJob, IgnoredColumn, RewriteEngine, WrittenFile
 from compactor.errors import (
     ApplyError,
     CompactorError,
     StalePlanError,
+    UnsupportedTableError,
     VerificationError,
 )
 from compactor.formats.base import ActionContext, ActionOutcome
@@ -36,12 +37,13 @@ from compactor.formats.delta.apply.commit import (
 )
 from compactor.formats.delta.apply.context import (
     REWRITE_GROUP,
+    column_names,
     data_schema,
     group_key,
     handle,
-    planned_inputs,
-    refuse_unrewritable,
 )
+from compactor.formats.delta.apply.deletes import group_inputs
+from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
 from compactor.formats.delta.apply.stats import delta_stats
@@ -67,16 +69,20 @@ log = logging.getLogger(__name__)
 CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
 
 
-def _jobs(uri: str, action: RewriteAction) -> tuple[list[BinJob], list[str], list[str]]:
+def _jobs(uri: str, action: RewriteAction, drops: Mapping[str, frozenset[int]],
+          names: Mapping[str, str]) -> tuple[list[BinJob], list[str], list[str]]:
+    """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py);
+    ``names``: each column's name in data files (context.column_names)."""
     token = uuid.uuid4().hex[:12]
-    sort_by = tuple(action.sort_by) if isinstance(action, SortAction) else ()
+    sort_by = tuple(names.get(c, c) for c in action.sort_by) if isinstance(action, SortAction) else ()
     jobs, outputs, staging = [], [], []
     for i, b in enumerate(action.bins):
         folder = posixpath.dirname(b[0])
         out = new_file_name(folder)
         stage = posixpath.join(folder, f"_compactor_staging_{token}_{i}") if folder else f"_compactor_staging_{token}_{i}"
-        jobs.append(BinJob(inputs_at(*(join(uri, p) for p in b)), join(uri, out), join(uri, stage), sort_by,
-                           tuple(action.partition), CHANGE_DATA_COLUMNS))
+        jobs.append(BinJob(tuple(BinInput(join(uri, p), drops.get(p, frozenset())) for p in b), join(uri, out),
+                           join(uri, stage), sort_by,
+                           tuple(names.get(c, c) for c in action.partition), CHANGE_DATA_COLUMNS))
         outputs.append(out)
         staging.append(stage)
     return jobs, outputs, staging
@@ -112,16 +118,18 @@ class _Prepared:
 
 
 def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
-             engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool) -> _Prepared:
+             engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool,
+             drops: Mapping[str, frozenset[int]], names: Mapping[str, str]) -> _Prepared:
     """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
     max_concurrent_rewrites of them concurrently): now, or on a background thread (the next group's
-    bins are rewritten while this one commits). ``inputs``: each action's planned_inputs."""
+    bins are rewritten while this one commits). ``inputs``: each action's planned_inputs; ``drops``: the
+    rows each input's deletion vector deletes."""
     uri = ctx.table.path
     jobs: list[BinJob] = []
     outputs: list[str] = []
     staging: list[str] = []
     for a in actions:
-        j, o, s = _jobs(uri, a)
+        j, o, s = _jobs(uri, a, drops, names)
         jobs += j
         outputs += o
         staging += s
@@ -202,18 +210,21 @@ def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Pre
     return None
 
 
-def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema) -> None:
+def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema, names: Mapping[str, str]) -> None:
     """Start rewriting the table's next commit group now (it will run: its preconditions hold)."""
     nxt, session = ctx.next_group, ctx.session
     if not nxt or ctx.dry_run or not isinstance(session, DeltaSession) or \
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        inputs = [planned_inputs(ctx.state, a, session) for a in nxt]
+        group = group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
     except CompactorError:
         return  # its own run reports it
+    if group.refused:
+        return  # its own run reports them
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, inputs, ctx, engine, schema, key, background=True)  # type: ignore[arg-type]
+    prepared = _prepare(nxt, group.files, ctx, engine, schema, key, background=True,  # type: ignore[arg-type]
+                        drops=group.drops, names=names)
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
@@ -223,9 +234,12 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
     state, where = ctx.state, ctx.location
     read_version = int(state.version or 0)
     session = session_of(ctx)
-    inputs = [planned_inputs(state, a, session) for a in rewrites]
-    for i in inputs:
-        refuse_unrewritable(ctx, i)
+    group = group_inputs(ctx, rewrites, engine)
+    if group.refused:  # the others go ahead without them
+        rest = [a for k, a in enumerate(rewrites) if k not in group.refused]
+        done = iter(rewrite_group(rest, ctx, engine) if rest else [])
+        return [group.refused[k] if k in group.refused else next(done) for k in range(len(rewrites))]
+    inputs, drops = group.files, group.drops
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
         refuse_if_table_changed(where, read_version)
     except StalePlanError:
@@ -233,22 +247,28 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         raise
     dt = handle(ctx)
     schema = data_schema(dt, state.partition_columns)
+    names = column_names(dt)
+    if any(k != v for k, v in names.items()) and not writes_directly(dt, where):
+        raise UnsupportedTableError(f"{ctx.table.name}: its columns are mapped to physical names, which delta-rs' "
+                                    "commit of compactor's files would not write, and compactor cannot write this "
+                                    "table's commits itself", hint="use the spark engine's native OPTIMIZE")
     marker = ctx.commit_metadata[MARKER]
     prepared = _take_prepared(ctx, rewrites) or \
-        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False)
+        _prepare(rewrites, inputs, ctx, engine, schema, marker, background=False, drops=drops, names=names)
     results: list[ActionOutcome | CompactorError] = []
     try:
         written = prepared.future.result()
-        _prepare_next(ctx, engine, schema)  # the next group's bins are rewritten while this one commits
+        _prepare_next(ctx, engine, schema, names)  # the next group's bins are rewritten while this one commits
         failures = _verify_members(rewrites, prepared, written)
         if failures:
             raise _GroupNotCommitted(failures)
         crash_point("delta.outputs_written")
         files: list[tuple[list[RemovedFile], list[NewFile], list[WrittenFile]]] = []
         for a, cut, ins in zip(rewrites, prepared.slices(), inputs):
-            added = [NewFile(rel, w.size, dict(a.partition), delta_stats(w.facts), w.rows)
+            values = {names.get(c, c): v for c, v in a.partition.items()}  # partitionValues: physical names
+            added = [NewFile(rel, w.size, values, delta_stats(w.facts), w.rows)
                      for rel, w in zip(prepared.outputs[cut], written[cut])]
-            files.append(([ins[p] for p in a.input_paths], added, written[cut]))
+            files.append(([replace(ins[p], partition_values=values) for p in a.input_paths], added, written[cut]))
         stale = _stale_members(where, read_version, files)
         _drop_outputs(where, [f for k, f in enumerate(files) if k in stale])
         keep = [f for k, f in enumerate(files) if k not in stale]
@@ -270,7 +290,7 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
             continue
         outcome = ActionOutcome(
             files_removed=len(removed), files_added=len(added), bytes_removed=sum(r.size for r in removed),
-            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_in for x in w),
+            bytes_added=sum(a.size for a in added), rows_removed=sum(x.rows_kept for x in w),  # live rows, as Iceberg
             rows_added=sum(x.rows for x in w), version_before=read_version, version_after=own.version,
             removed_paths=tuple(r.path for r in removed), added_paths=tuple(a.path for a in added),
             details=ActionDetails(bins=len(rewrites[k].bins), commit_group=len(keep), method="rewrite"))

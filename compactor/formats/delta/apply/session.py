@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from deltalake import DeltaTable
 
     from compactor.formats.base import ActionContext
+    from compactor.formats.delta.read.log_replay import Replay
 
 
 class PendingWork(Protocol):
@@ -48,6 +49,8 @@ class DeltaSession:
     table: DeltaTable | None = None
     path_index: PathIndex | None = None
     pending: PendingWork | None = field(default=None, repr=False)
+    #: the log's replay, brought to its newest version before each use (read once per table run)
+    log: Replay | None = field(default=None, repr=False)
 
     def open_table(self) -> DeltaTable:
         """The table's DeltaTable, loaded once per table run, brought up to date."""
@@ -71,6 +74,14 @@ class DeltaSession:
             paths = state.files.column("path").to_pylist()
             self.path_index = PathIndex(state, {p: i for i, p in enumerate(paths)}, {"path": paths})
         return self.path_index
+
+    def replayed(self) -> Replay:
+        """The log's file actions at its newest version (formats/delta/read/log_replay.py): the first call
+        replays from the newest checkpoint, later ones read only the commits since."""
+        from compactor.formats.delta.read.log_replay import advance, replay
+
+        self.log = replay(self.location) if self.log is None else advance(self.log, self.location)
+        return self.log
 
     def take_pending(self) -> PendingWork | None:
         pending, self.pending = self.pending, None

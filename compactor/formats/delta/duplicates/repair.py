@@ -32,6 +32,7 @@ from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 from compactor.formats.delta.duplicates.repair_result import RepairResult
 from compactor.formats.delta.plan.retention import DELETED, parse_interval
 from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import commits_after
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
@@ -230,13 +231,22 @@ def execute(table: TableLocation, detection: Detection, *,
         fence()
     crash_point("delta.repair_before_commit")
 
+    # a file removed or restored keeps its deletion vector (its remove matches its add only with it; a
+    # restore without it would bring its deleted rows back); a copy holds the same rows at the same positions
+    vectors = {p: _vector(lineage.last_add.get(p)) for p in (*proposal.remove, *proposal.restore)}
+    vectors.update({copy: vectors.get(p) for copy, p in copy_of.items()})
+
     def through_delta_rs() -> None:
+        if any(vectors.values()):  # delta-rs' Add/RemoveAction cannot carry a deletion vector
+            raise RepairError(f"{uri}: the repair would remove or restore files with deletion vectors, and compactor "
+                              "cannot write this table's commits itself; nothing was committed",
+                              hint="restore the table to a version before the duplicate (RESTORE)")
         dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                     partition_by=list(dt.metadata().partition_columns),
                                     commit_properties=commit_properties(cm))
 
     _commit(dt, table, int(detection.version or 0), actions, proposal, result.rows_deduplicated, now_ms, cm,
-            through_delta_rs)
+            through_delta_rs, vectors)
     crash_point("delta.repair_after_commit")
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
@@ -250,8 +260,15 @@ def execute(table: TableLocation, detection: Detection, *,
     return result
 
 
+def _vector(add: Mapping[str, Any] | None) -> DescriptorJson | None:
+    """The deletion vector descriptor an add action carries, or None."""
+    dv = (add or {}).get("deletionVector")
+    return descriptor(dv) if dv else None
+
+
 def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
-            extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None]) -> None:
+            extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None],
+            vectors: Mapping[str, DescriptorJson | None]) -> None:
     """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py)."""
     from deltalake.transaction import AddAction
 
@@ -260,8 +277,9 @@ def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any]
     removes = [a for a in actions if not isinstance(a, AddAction)]
     adds = [a for a in actions if isinstance(a, AddAction)]
     write_commit(dt, table, read_version,
-                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms) for a in removes),
-                  *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms) for a in adds)],
+                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms, vectors.get(a.path))
+                    for a in removes),
+                  *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms, vectors.get(a.path)) for a in adds)],
                  repair([a.size or 0 for a in removes], [a.size for a in adds], versions=list(proposal.anomalies),
                         extra_rows=extra_rows),
                  metadata, fallback=fallback)

@@ -27,7 +27,12 @@ from compactor.formats.delta.plan.retention import (
     parse_interval,
     vacuum_retention_hours,
 )
-from compactor.formats.delta.plan.support import native_possible, purge_possible, unsupported_reason
+from compactor.formats.delta.plan.support import (
+    REWRITES_DELETION_VECTORS,
+    native_possible,
+    purge_possible,
+    unsupported_reason,
+)
 from compactor.formats.delta.read.facts import delta_facts
 from compactor.models.state import TableState
 from compactor.planning.actions import Action, Precondition
@@ -71,8 +76,10 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     if native_possible(engine, c.method):
         forced = _deletion_candidates(state, deleted_rows_ratio(policy))
     else:
-        eligible, sk = _rewrite_eligibility(state)
+        eligible, sk = _rewrite_eligibility(state, engine)
         skips += sk
+        if engine in REWRITES_DELETION_VECTORS:  # its rewrite drops the deleted rows: candidates as in OPTIMIZE
+            forced = _deletion_candidates(state, deleted_rows_ratio(policy))  # (a bin of one file is dropped, as OPTIMIZE drops it)
     carriers = delta_facts(state).duplicates.carriers
     if carriers:  # the repair removes these: never plan them as inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(list(carriers), pa.string())))
@@ -176,12 +183,14 @@ def _repair_action(state: TableState) -> RepairAction | None:
                 "the commit"))
 
 
-def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]]:
-    """Files compactor's own rewrite must leave alone, as a mask, with one skip per partition holding some:
+def _rewrite_eligibility(state: TableState, engine: str) -> tuple[pa.Array | None, list[Skip]]:
+    """Files compactor's own rewrite on ``engine`` must leave alone, as a mask, with one skip per partition
+    holding some:
     - files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
       values raw; delta-rs encodes them): a remove would match nothing and duplicate their rows;
-    - files with a deletion vector: a remove without the DV's id matches nothing either, and a plain
-      parquet read would bring the deleted rows back.
+    - files with a deletion vector, on an engine whose rewrite of them is not proved
+      (support.REWRITES_DELETION_VECTORS; the local engine's drops the deleted rows and its remove carries
+      the descriptor: formats/delta/apply/deletes.py).
     The spark engine's native OPTIMIZE compacts both."""
     paths = state.files.column("path")
     reasons = []
@@ -190,7 +199,7 @@ def _rewrite_eligibility(state: TableState) -> tuple[pa.Array | None, list[Skip]
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string())),
                         "whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters)"))
     deleted = delta_facts(state).with_deletion_vector
-    if deleted:
+    if deleted and engine not in REWRITES_DELETION_VECTORS:
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(deleted), pa.string())),
                         "with deletion vectors"))
     if not reasons:

@@ -30,7 +30,7 @@ from compactor.policy.predicate import Predicate
 from compactor.units import format_size
 
 if TYPE_CHECKING:  # pragma: no cover
-    from compactor.formats.delta.read.deletion_vectors import DeletionVectorRef
+    from compactor.formats.delta.read.deletion_vector_ids import DeletionVectorRef
 
 
 @dataclass(frozen=True)

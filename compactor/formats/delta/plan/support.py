@@ -16,6 +16,15 @@ DELTA_RS_UNWRITABLE = frozenset({
 #: features whose data files compactor's own rewrite cannot copy as they are (deletion vectors: only files
 #: that actually carry one, see plan.py's _rewrite_eligibility)
 UNREWRITABLE = frozenset({"columnMapping"})
+#: engines whose rewrite of a file with a deletion vector is proved (formats/delta/apply/deletes.py hands
+#: them the deleted positions, tests/apply/test_deletion_vector_rewrite.py): the local engine. The spark
+#: engine's rewrite honours the same per-input deletes, but is left to its native OPTIMIZE until a
+#: delta-spark test proves it
+REWRITES_DELETION_VECTORS = frozenset({"local"})
+#: engines whose rewrite of a column-mapped table (name and id mode) is proved: the local engine reads and
+#: writes files in the table's physical names and field ids (formats/delta/read/column_mapping.py,
+#: tests/apply/test_column_mapping_rewrite.py)
+REWRITES_COLUMN_MAPPING = frozenset({"local"})
 
 
 def native_possible(engine: str, method: str) -> bool:
@@ -43,6 +52,8 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
     bad = sorted(feats & UNREWRITABLE)
     if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
         bad = sorted(set(bad) | {"columnMapping"})
+    if engine in REWRITES_COLUMN_MAPPING:
+        bad = [f for f in bad if f != "columnMapping"]
     if bad:
         return f"table uses {', '.join(bad)}: its data files cannot be rewritten safely by compactor"
     facts = delta_facts(state)

@@ -13,7 +13,7 @@ from compactor.models.state import TableState
 
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.formats.delta.duplicates.repair_plan import RepairProposal
-    from compactor.formats.delta.read.deletion_vectors import DeletionVectorRef
+    from compactor.formats.delta.read.deletion_vector_ids import DeletionVectorRef
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class DeltaFacts:
     deletion_vectors_enabled: bool = False
     #: logical path -> rows its deletion vector deletes (files without one are absent; None: unknown)
     deleted_rows: Mapping[str, int] | None = field(default_factory=dict)
-    #: logical path -> its deletion vector's id and cardinality as the log describes it (read/deletion_vectors.py);
+    #: logical path -> its deletion vector's id and cardinality as the log describes it (read/deletion_vector_ids.py);
     #: None when only delta-rs could tell (its counts are in ``deleted_rows``, its ids unknown)
     deletion_vectors: Mapping[str, DeletionVectorRef] | None = None
     #: files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)

@@ -18,6 +18,8 @@ from compactor.runtime.paths import is_remote
 #: Delta's Base85 alphabet (Z85's characters; Delta's Codec.Base85Codec)
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_VALUE = {c: i for i, c in enumerate(_Z85)}
+#: each Z85 character's value (formats/delta/read/deletion_vectors.py decodes inline vectors with it)
+Z85_VALUE = _Z85_VALUE
 #: one object store, however its URI spells the scheme (Spark writes s3a://, delta-rs s3://)
 _SCHEME_FAMILY = {"s3a": "s3", "s3n": "s3", "abfs": "az", "abfss": "az", "wasb": "az", "wasbs": "az",
                   "adl": "az", "azure": "az", "gcs": "gs"}

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from compactor.errors import TableReadError
+from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import Commit, read_commit
 from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root
 from compactor.models.table import TableLocation
@@ -94,8 +95,8 @@ class Replay:
     has_metadata: bool = False
     #: the version of the checkpoint the replay began from (None: from the first commit)
     checkpoint_version: int | None = None
-    #: the rows each live file's deletion vector deletes (its descriptor's ``cardinality``), by the live key
-    cardinalities: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: each live file's deletion vector descriptor as its add carries it (files without one are absent)
+    deletion_vectors: dict[str, DescriptorJson] = field(default_factory=dict)
 
     def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
         """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
@@ -109,13 +110,16 @@ class Replay:
         key = (path, dv_key(dv))
         if removed:
             self.live.pop(key, None)
-            self.cardinalities.pop(key, None)
             self.tombstones[key] = ref
+            if dv and dv_key(self.deletion_vectors.get(path)) == key[1]:
+                del self.deletion_vectors[path]
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
             if dv:
-                self.cardinalities[key] = int(dv.get("cardinality") or 0)
+                self.deletion_vectors[path] = descriptor(dv)
+            else:
+                self.deletion_vectors.pop(path, None)
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         """An add action; ``path``: its path decoded (a parsed commit's key), else its field is decoded here."""

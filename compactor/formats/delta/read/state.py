@@ -27,7 +27,7 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 
 from compactor.errors import TableReadError
-from compactor.formats.delta.read.deletion_vectors import logged_deletion_vectors
+from compactor.formats.delta.read.deletion_vector_ids import logged_deletion_vectors
 from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
@@ -245,7 +245,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         deleted: dict[str, int] | None = {p: d.cardinality for p, d in logged.items()}
     else:  # the log could not be replayed with certainty: delta-rs materialises every DV
         logged = None
-        deleted = _deleted_rows(dt, uri, files) if dv_enabled else {}
+        deleted = _deleted_rows(dt, where, files) if dv_enabled else {}
     if deleted:  # None (unknown) adds no column
         counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
         files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
@@ -262,17 +262,20 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     )
 
 
-def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
+def _deleted_rows(dt: Any, where: TableLocation, files: pa.Table) -> dict[str, int] | None:
     """Rows deleted by each file's deletion vector (delta-rs materialises every DV to answer; only tables
     with the deletionVectors feature pay for it). None when delta-rs cannot read them (it cannot resolve
-    DVs stored under a random prefix, for example): then any file may have one."""
+    DVs stored under a random prefix, for example) nor the log: then any file may have one."""
+    uri = where.uri
     try:
         reader = dt.deletion_vectors()
         table = pa.table(reader)  # an Arrow C stream (delta-rs 1.x), whichever reader class holds it
     except Exception as e:  # noqa: BLE001 - delta-rs raises several types
-        log.warning("%s: cannot read its deletion vectors (%s); every file is treated as possibly having one", uri,
-                    str(e).splitlines()[0][:200])
-        return None
+        logged = _logged_cardinalities(where, dt, files)
+        if logged is None:
+            log.warning("%s: cannot read its deletion vectors (%s); every file is treated as possibly having one",
+                        uri, str(e).splitlines()[0][:200])
+        return logged
     if table.num_rows == 0:
         return {}
     root = uri.rstrip("/")
@@ -288,3 +291,22 @@ def _deleted_rows(dt: Any, uri: str, files: pa.Table) -> dict[str, int] | None:
             rel = next((k for k in known if location.endswith(k) or unquote(location).endswith(k)), rel)
         out[rel] = sum(1 for k in keep if not k)
     return out
+
+
+def _logged_cardinalities(where: TableLocation, dt: Any, files: pa.Table) -> dict[str, int] | None:
+    """Rows deleted by each file's deletion vector as the log's descriptors count them (``cardinality``),
+    where delta-rs cannot read the vectors themselves (it cannot resolve some that delta-spark writes);
+    None when the log's replay is not at delta-rs' version or cannot be read. A rewrite decodes and
+    proves each vector before dropping rows by it (formats/delta/apply/deletes.py)."""
+    from compactor.errors import CompactorError
+    from compactor.formats.delta.read.log_replay import replay
+
+    try:
+        logged = replay(where)
+    except CompactorError:
+        return None
+    if logged.version != dt.version():
+        return None
+    known = set(files.column("path").to_pylist())
+    out = {p: int(dv.get("cardinality") or 0) for p, dv in logged.deletion_vectors.items()}
+    return out if set(out) <= known else None
