@@ -20,11 +20,11 @@ UNREWRITABLE = frozenset({"columnMapping"})
 #: them the deleted positions, tests/apply/test_deletion_vector_rewrite.py): the local engine. The spark
 #: engine's rewrite honours the same per-input deletes, but is left to its native OPTIMIZE until a
 #: delta-spark test proves it
-REWRITES_DELETION_VECTORS = frozenset({"local"})
+REWRITES_DELETION_VECTORS = frozenset({"local", "spark"})
 #: engines whose rewrite of a column-mapped table (name and id mode) is proved: the local engine reads and
 #: writes files in the table's physical names and field ids (formats/delta/read/column_mapping.py,
 #: tests/apply/test_column_mapping_rewrite.py)
-REWRITES_COLUMN_MAPPING = frozenset({"local"})
+REWRITES_COLUMN_MAPPING = frozenset({"local", "spark"})
 
 
 def native_possible(engine: str, method: str) -> bool:
