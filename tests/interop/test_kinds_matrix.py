@@ -40,9 +40,7 @@ REWRITE_EXPECTED: dict[str, tuple[str, bool] | None] = {
     "date_partitioned": None,
     "int_partitioned": None,
     "mixed_partitioned": None,
-    # every file of the table carries a DV: each partition is skipped, nothing is rewritten
-    "deletion_vectors": (r"deletion vectors", False),
-    "column_mapping": (r"columnMapping", False),
+    # deletion_vectors, column_mapping: REWRITE_COMPACTS
     "clustered": (r"clustering.*domainMetadata|domainMetadata.*clustering", False),
     "row_tracking": (r"rowTracking", False),
     "v2_checkpoint": None,
@@ -53,10 +51,11 @@ REWRITE_EXPECTED: dict[str, tuple[str, bool] | None] = {
     "awkward_partitions": (r"log path delta-rs cannot reproduce.*non-ASCII", True),
 }
 
-#: kinds the local engine compacts though the spark engine's own rewrite leaves them to OPTIMIZE: it drops the
-#: rows deletion vectors delete and removes each file with its descriptor (formats/delta/apply/deletes.py), and
-#: writes column-mapped tables in their physical names and field ids (formats/delta/read/column_mapping.py)
-LOCAL_COMPACTS = frozenset({"deletion_vectors", "column_mapping"})
+#: kinds compactor's own rewrite compacts on both engines (local, spark-rewrite) though delta-rs' commit could
+#: not: it drops the rows deletion vectors delete and removes each file with its descriptor
+#: (formats/delta/apply/deletes.py), and writes column-mapped tables in their physical names and field ids
+#: (formats/delta/read/column_mapping.py), committing itself (formats/delta/apply/log_writer.py)
+REWRITE_COMPACTS = frozenset({"deletion_vectors", "column_mapping"})
 
 #: smaller than the builders' defaults where that keeps the kind's point (a build is most of a kind's time)
 SMALLER: dict[str, dict[str, int]] = {
@@ -127,8 +126,7 @@ def test_kind_on_path(delta_spark, masters, tmp_path: Path, kind: str, path_kind
     from deltalake import DeltaTable
 
     assert DeltaTable(str(t)).version() >= 0
-    expected = None if path_kind == "spark-optimize" or (path_kind == "local" and kind in LOCAL_COMPACTS) \
-        else REWRITE_EXPECTED[kind]
+    expected = None if path_kind == "spark-optimize" or kind in REWRITE_COMPACTS else REWRITE_EXPECTED[kind]
     _record(kind, path_kind, tp, results, files_before, detail["numFiles"])
 
     if expected is None:  # compacts everything it planned

@@ -14,8 +14,11 @@ import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from compactor.engines.spark import SparkEngine
 from compactor.models.results import RunResults
@@ -106,6 +109,13 @@ def test_apply_on_a_spark_written_dv_table(delta_spark, tmp_path: Path, engine: 
     assert set(removes) == rewritten and added and added <= set(live)
     assert all(removes[p].get("deletionVector") == with_dv.get(p) for p in removes)
     assert not [p for p in added if live[p].get("deletionVector")], "a file the compaction added has a vector"
+    if mapping != "none":  # the outputs name each column by its physical name and carry its id
+        ids = {(f["metadata"]["delta.columnMapping.physicalName"], f["metadata"]["delta.columnMapping.id"])
+               for f in json.loads(DeltaTable(path).schema().to_json())["fields"]
+               if f["name"] != "part"}
+        for p in added:
+            schema = pq.read_schema(Path(path) / unquote(p))
+            assert {(f.name, int(f.metadata[b"PARQUET:field_id"])) for f in schema} == ids, (p, schema)
     changes = (delta_spark.read.format("delta").option("readChangeFeed", "true")
                .option("startingVersion", version + 1).load(path))
     assert changes.count() == 0, "the compaction shows in the change data feed"
