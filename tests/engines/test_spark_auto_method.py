@@ -49,6 +49,9 @@ def test_only_optimize_can_z_order_but_a_plain_table_is_compactors_to_rewrite(tm
     clustered = replace(state, extra=replace(facts, protocol=replace(facts.protocol, min_writer_version=7,
                                                                      writer_features=("clustering", "domainMetadata"))))
     assert only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), clustered)
+    # compactor's rewrite compacts column-mapped tables on either engine, but auto leaves them to OPTIMIZE
+    mapped = replace(state, properties={**state.properties, "delta.columnMapping.mode": "name"})
+    assert only_native_can(CompactAction(bins=(inputs,), target_file_size=2**20, min_file_size=2**19), mapped)
 
 
 @pytest.mark.delta_jars

@@ -21,7 +21,12 @@ from compactor.formats.delta.apply.commit import (
     RemovedFile,
 )
 from compactor.formats.delta.apply.session import DeltaSession, session_of
-from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, REWRITES_DELETION_VECTORS, unsupported_reason
+from compactor.formats.delta.plan.support import (
+    DELTA_RS_UNWRITABLE,
+    REWRITES_DELETION_VECTORS,
+    maps_columns,
+    unsupported_reason,
+)
 from compactor.formats.delta.read.column_mapping import (
     ColumnMappingError,
     mapping_mode,
@@ -131,8 +136,8 @@ def only_native_can(action: RewriteAction, state: TableState) -> bool:
     """Whether only delta-spark's OPTIMIZE can do ``action`` on this table: a z-order, a table feature
     compactor's rewrite or delta-rs' commit cannot carry (clustering, row tracking, column mapping, ...),
     or an input file with a deletion vector or a log path delta-rs cannot write back."""
-    if isinstance(action, ZOrderAction) or unsupported_reason(state, "spark"):
-        return True
+    if isinstance(action, ZOrderAction) or unsupported_reason(state, "spark") or maps_columns(state):
+        return True  # (the spark engine's rewrite compacts column-mapped tables; auto leaves them to OPTIMIZE)
     facts = delta_facts(state)
     return bool((facts.with_deletion_vector | facts.unremovable_paths).intersection(action.input_paths))
 

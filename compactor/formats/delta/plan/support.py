@@ -17,13 +17,16 @@ DELTA_RS_UNWRITABLE = frozenset({
 #: that actually carry one, see plan.py's _rewrite_eligibility)
 UNREWRITABLE = frozenset({"columnMapping"})
 #: engines whose rewrite of a file with a deletion vector is proved (formats/delta/apply/deletes.py hands
-#: them the deleted positions, tests/apply/test_deletion_vector_rewrite.py): the local engine. The spark
-#: engine's rewrite honours the same per-input deletes, but is left to its native OPTIMIZE until a
-#: delta-spark test proves it
+#: them the deleted positions): the local engine (tests/apply/test_deletion_vector_rewrite.py) and the
+#: spark engine's ``method: rewrite`` (Spark's ``_metadata.row_index``, engines/spark.py; both in
+#: tests/interop/test_local_dv_spark.py). ``method: auto`` still gives such files to native OPTIMIZE
+#: (apply/context.py only_native_can)
 REWRITES_DELETION_VECTORS = frozenset({"local", "spark"})
-#: engines whose rewrite of a column-mapped table (name and id mode) is proved: the local engine reads and
-#: writes files in the table's physical names and field ids (formats/delta/read/column_mapping.py,
-#: tests/apply/test_column_mapping_rewrite.py)
+#: engines whose rewrite of a column-mapped table (name and id mode) is proved: they read and write files in
+#: the table's physical names and field ids (formats/delta/read/column_mapping.py): the local engine
+#: (tests/apply/test_column_mapping_rewrite.py) and the spark engine's ``method: rewrite``
+#: (engines/spark_schema.py, tests/interop/test_local_dv_spark.py); ``method: auto`` still gives such tables
+#: to native OPTIMIZE
 REWRITES_COLUMN_MAPPING = frozenset({"local", "spark"})
 
 
@@ -50,7 +53,7 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
     if bad:
         return f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits compactor's changes"
     bad = sorted(feats & UNREWRITABLE)
-    if state.properties.get("delta.columnMapping.mode", "none") not in ("none", None):
+    if maps_columns(state):
         bad = sorted(set(bad) | {"columnMapping"})
     if engine in REWRITES_COLUMN_MAPPING:
         bad = [f for f in bad if f != "columnMapping"]
@@ -61,3 +64,9 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
         return ("table uses deletionVectors and delta-rs cannot read them to tell which files carry one, so "
                 "compactor's own rewrite leaves the table alone")
     return None
+
+
+def maps_columns(state: TableState) -> bool:
+    """Whether the table maps its columns to physical names (``delta.columnMapping.mode`` name or id)."""
+    return state.properties.get("delta.columnMapping.mode", "none") not in ("none", None)
+
