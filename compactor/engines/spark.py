@@ -9,9 +9,9 @@ whatever task wrote it; each is moved to its final, unique name and verified aga
 reads all the group's files in one scan, tags each row with its file's bin (by file name, Spark's
 ``_metadata.file_name``, looked up in a map of the group's names: ``bin_map``) and hash-partitions the
 rows by bin: a task per bin, up to two per task slot of the session (a task then writes several bins'
-files). The inputs' footers are read while Spark writes. Where a
-file name repeats within the group, the table has a column named ``_metadata``, or an input drops rows
-(BinInput.drop: Spark's ``_metadata.row_index``, a row's position in its file, leaves them out), the bins are instead
+files). The rows inputs drop (BinInput.drop) are left out of the same scan by their file name and
+``_metadata.row_index`` (engines/spark_drops.py). The inputs' footers are read while Spark writes. Where a
+file name repeats within the group, or the table has a column named ``_metadata``, the bins are instead
 the partitions of a union of one read per bin (Spark 4 merges a union of single-partition children into
 one partition, ``spark.sql.unionOutputPartitioning``, so that write turns it off). One scan instead of a
 union of 100 reads took a 100-bin group from 9-11 s to about 6.5 s on local[2] (docs/benchmarks.md).
@@ -37,11 +37,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from compactor.engines.base import BinInput, BinJob, WrittenFile, reporting
+from compactor.engines.base import BinJob, WrittenFile, reporting
 from compactor.engines.footer_check import column_problem, dropped, input_footers, rename_problem
 from compactor.engines.footer_facts import check_written, footer_facts
+from compactor.engines.spark_drops import ROW_FILE, less_drops, positioned
 from compactor.engines.spark_needs import NeedsSource, SparkNeeds, no_needs
-from compactor.engines.spark_schema import field_ids, with_field_ids
+from compactor.engines.spark_schema import FIELD_ID_CONF, check_field_ids, field_ids, with_field_ids
 from compactor.engines.spark_sql import bin_map, file_name, java_error
 from compactor.errors import ApplyError, CompactorError, EngineUnavailableError, VerificationError
 from compactor.project.model import SparkSettings, Target
@@ -56,10 +57,6 @@ BIN_COLUMN = "__compactor_bin"
 UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
 #: the session settings of a group's write, restored after it: a partition per bin in a union, no
 #: adaptive execution (one job: adaptive execution runs a shuffle as a job of its own)
-#: Parquet field ids (a Delta table's column mapping ids: formats/delta/read/column_mapping.py): written from
-#: each StructField's ``parquet.field.id``, and never used to read (files written before a table mapped its
-#: columns carry none, and are read by name)
-FIELD_ID_CONF = {"spark.sql.parquet.fieldId.write.enabled": "true", "spark.sql.parquet.fieldId.read.enabled": "false"}
 GROUP_WRITE_CONF = {UNION_PARTITIONING: "false", "spark.sql.adaptive.enabled": "false", **FIELD_ID_CONF}
 #: and for local files: the driver looks up every input of the one scan itself, as it did for the union's
 #: per-bin reads (above 32 paths Spark would list them in a job of its own; on object stores that job is
@@ -77,9 +74,6 @@ MAP_NAMES_MAX = 2048
 #: read and commit per bin (100 bins of 10 small files on local[2]: 3.6-4.6 s with a task per bin,
 #: 2.5-2.9 s with 4 tasks, measured in docs/benchmarks.md), and two per slot keep every slot busy
 TASKS_PER_SLOT = 2
-#: the columns a read of inputs that drop rows carries until they are dropped: each row's file name and its
-#: position in that file (never in a data file)
-ROW_FILE, ROW_POSITION = "__compactor_file", "__compactor_row"
 _GROUP_WRITE_LOCK = threading.Lock()
 
 
@@ -302,8 +296,8 @@ class SparkEngine:
         if not any(job.rows_dropped for job in jobs):
             tagged = rows.selectExpr("*", f"try_element_at({bin_map(names)}, _metadata.file_name) AS {BIN_COLUMN}")
         else:
-            tagged = self._less_drops(
-                self._positioned(rows).selectExpr("*", f"try_element_at({bin_map(names)}, {ROW_FILE}) AS {BIN_COLUMN}"),
+            tagged = less_drops(
+                self.spark, positioned(rows).selectExpr("*", f"try_element_at({bin_map(names)}, {ROW_FILE}) AS {BIN_COLUMN}"),
                 [i for job in jobs for i in job.inputs])
         return tagged.repartition(self._write_tasks(len(jobs)), BIN_COLUMN)
 
@@ -335,17 +329,17 @@ class SparkEngine:
 
     def _bin_frame(self, job: BinJob, spark_schema: Any) -> Any:
         """The bin's rows as one partition (sorted within it for strategy sort), less the rows its inputs
-        drop (``_less_drops``: one read of the bin's files; where two of its files share a name, a read per
+        drop (spark_drops.less_drops: one read of the bin's files; where two of its files share a name, a read per
         input, unioned in input order)."""
         if not job.rows_dropped:
             df = self._read(job.locations, spark_schema)
         elif len({file_name(i) for i in job.locations}) == len(job.inputs):
-            df = self._less_drops(self._positioned(self._read(job.locations, spark_schema)), job.inputs)
+            df = less_drops(self.spark, positioned(self._read(job.locations, spark_schema)), job.inputs)
         else:
             from functools import reduce
 
             df = reduce(lambda a, b: a.union(b), [
-                self._less_drops(self._positioned(self._read([one.location], spark_schema)), [one])
+                less_drops(self.spark, positioned(self._read([one.location], spark_schema)), [one])
                 for one in job.inputs])
         df = df.coalesce(1)
         return df.sortWithinPartitions(*job.sort_by) if job.sort_by else df
@@ -353,30 +347,6 @@ class SparkEngine:
     def _read(self, locations: Sequence[str], spark_schema: Any) -> Any:
         """The rows of exactly these files, with the table's schema."""
         return self.spark.read.schema(spark_schema).parquet(*(self.hadoop_path(i) for i in locations))
-
-    @staticmethod
-    def _positioned(df: Any) -> Any:
-        """``df`` (a read of files) with each row's file name and position in its file (Spark's
-        ``_metadata.file_name`` and ``row_index``, through ``metadataColumn``: a table's own ``_metadata``
-        column does not hide them) in ROW_FILE and ROW_POSITION."""
-        meta = df.metadataColumn("_metadata")
-        return df.select("*", meta.getField("file_name").alias(ROW_FILE),
-                         meta.getField("row_index").alias(ROW_POSITION))
-
-    def _less_drops(self, positioned: Any, inputs: Sequence[BinInput]) -> Any:
-        """``positioned`` (``_positioned``: a read of ``inputs``' files, no two with the same name) less the
-        rows the inputs drop, without ROW_FILE and ROW_POSITION: one anti join with a broadcast table of
-        every dropped (file name, position), handed to Spark as Arrow in one transfer. Filtering each input
-        on its own with ``row_index IN (...)`` built the list literal by literal through py4j: 20 files of
-        50,000 rows, 10% dropped, took 40-56 s a bin (docs/benchmarks.md)."""
-        from pyspark.sql.functions import broadcast
-
-        dropping = [i for i in inputs if i.drop]
-        table = pa.table({
-            ROW_FILE: pa.array([file_name(i.location) for i in dropping for _ in i.drop], pa.string()),
-            ROW_POSITION: pa.array([p for i in dropping for p in sorted(i.drop)], pa.int64())})
-        drops = broadcast(self.spark.createDataFrame(table))
-        return positioned.join(drops, [ROW_FILE, ROW_POSITION], "left_anti").drop(ROW_FILE, ROW_POSITION)
 
     def hadoop_path(self, uri: str) -> str:
         """``uri`` as this session's Hadoop reaches it: ``s3://`` becomes ``s3a://`` unless the session
@@ -419,9 +389,7 @@ class SparkEngine:
         fs.move(staged, out)
         written = pq.ParquetFile(out, filesystem=fs)
         check_written(written, schema, out)
-        if field_ids(written.schema_arrow) != field_ids(schema):
-            raise VerificationError(f"{out}: Spark wrote the Parquet field ids {field_ids(written.schema_arrow)}, the "
-                                    f"table's columns have {field_ids(schema)}; nothing was committed")
+        check_field_ids(written.schema_arrow, schema, out)
         md = written.metadata
         drops = [len(i.drop) for i in job.inputs] if job.rows_dropped else []
         problem = column_problem(footers, md, written.schema_arrow, drops)

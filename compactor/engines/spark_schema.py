@@ -1,5 +1,5 @@
-"""A table's data schema as Spark writes it: the Parquet field ids an Arrow schema carries (a Delta table's
-column mapping ids, formats/delta/read/column_mapping.py) as each StructField's ``parquet.field.id``, at
+"""A table's data schema as Spark writes it: the Parquet field ids an Arrow schema carries (a table format's
+ids of its columns, given by the format with the schema) as each StructField's ``parquet.field.id``, at
 every nesting level, which Spark's Parquet writer writes as the file's field ids
 (``spark.sql.parquet.fieldId.write.enabled``); and the field ids a file's schema has, to check them."""
 
@@ -10,9 +10,13 @@ from typing import Any
 import pyarrow as pa
 
 from compactor.engines.footer_facts import FIELD_ID
+from compactor.errors import VerificationError
 
 #: the StructField metadata key Spark's Parquet writer reads a field id from
 SPARK_FIELD_ID = "parquet.field.id"
+#: a rewrite's session settings: field ids written from each StructField's ``parquet.field.id``, and never
+#: used to read (files written before a table gave its columns ids carry none, and are read by name)
+FIELD_ID_CONF = {"spark.sql.parquet.fieldId.write.enabled": "true", "spark.sql.parquet.fieldId.read.enabled": "false"}
 
 
 def field_ids(schema: pa.Schema) -> dict[str, int]:
@@ -75,3 +79,10 @@ def _type(arrow: pa.DataType, spark: Any) -> Any:
         return MapType(_type(arrow.key_type, spark.keyType), _type(arrow.item_type, spark.valueType),
                        spark.valueContainsNull)
     return spark
+
+
+def check_field_ids(written: pa.Schema, expected: pa.Schema, location: str) -> None:
+    """The file Spark wrote at ``location`` carries exactly the field ids of the table's schema."""
+    if field_ids(written) != field_ids(expected):
+        raise VerificationError(f"{location}: Spark wrote the Parquet field ids {field_ids(written)}, the table's "
+                                f"columns have {field_ids(expected)}; nothing was committed")
