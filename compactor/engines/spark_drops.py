@@ -4,7 +4,7 @@ anti join with a broadcast table of them, handed to Spark as Arrow in one transf
 
 Filtering each input on its own with ``row_index IN (...)`` built the list literal by literal through py4j
 and read each such input alone: 20 files of 50,000 rows with 10% dropped took 40-56 s a bin on local[2],
-the anti join 4.0-5.4 s (docs/spark-engine.md)."""
+the anti join 4.0-6.8 s (docs/spark-engine.md)."""
 
 from __future__ import annotations
 
