@@ -158,3 +158,26 @@ def test_column_bounds_once_rows_are_dropped(tmp_path: Path) -> None:
     assert "the inputs hold 1/30" in column_problem(inputs, _footer(tmp_path, "o.parquet", [1, 5, 9, 12, 20, 20],
                                                                     [None, None, 3, 4, None, 7])[0],
                                                     first[1], [0, 0])
+
+
+@pytest.mark.spark
+def test_a_group_of_many_files_that_drop_rows_is_one_scan(spark, tmp_path: Path) -> None:
+    """Four bins of five files, each dropping rows: one scan of the twenty files anti-joined with the dropped
+    positions (two jobs: one collects them for the broadcast, one writes), not a read per file (the code
+    before read each such file alone: twenty scans in the plan)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    files = [_write(tmp_path / f"f{i:02d}.parquet", range(100 * i, 100 * i + 9)) for i in range(20)]
+    jobs = [BinJob(tuple(BinInput(f, frozenset({0, 4})) for f in files[5 * b:5 * b + 5]),
+                   str(tmp_path / f"out{b}.parquet"), str(tmp_path / f"_compactor_staging_{b}")) for b in range(4)]
+    engine = _engine("spark")
+    frame = engine._group_frame(jobs, from_arrow_schema(SCHEMA))
+    assert frame._jdf.queryExecution().executedPlan().toString().count("FileScan parquet") == 1
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    written = engine.rewrite(jobs, SCHEMA)
+    assert len(set(tracker.getJobIdsForGroup()) - before) == 2
+    assert [_ids(w) for w in written] == [
+        sorted(i for f in range(5 * b, 5 * b + 5) for i in range(100 * f + 1, 100 * f + 9) if i != 100 * f + 4)
+        for b in range(4)]
+    verify_footers([files[5 * b:5 * b + 5] for b in range(4)], written)
