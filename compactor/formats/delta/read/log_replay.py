@@ -119,6 +119,8 @@ class Replay:
             self.tombstones[key] = ref
             if dv and dv_key(self.deletion_vectors.get(path)) == key[1]:
                 del self.deletion_vectors[path]
+            if (path, dv_key(self.deletion_vectors.get(path))) not in self.live:  # a checkpoint lists adds first
+                self.spellings.pop(path, None)
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
