@@ -138,6 +138,18 @@ def find_commit(table: TableLocation, after_version: int, marker: str, timeout_s
         time.sleep(0.05)
 
 
+def refuse_delta_rs_unwritable(table: Any) -> None:
+    """Where delta-rs commits (log_writer's fallback), a table with a writer feature it cannot write (in-commit
+    timestamps, domains, ...) is refused before anything is committed: its commit would leave them out."""
+    from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+
+    bad = sorted(set(table.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
+    if bad:
+        raise UnsupportedTableError(f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits "
+                                    "to this store (a locking provider guards it); nothing was committed",
+                                    hint="compact it with the spark engine's native OPTIMIZE")
+
+
 def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
                 fence: Callable[[], None] | None = None, partitions: Sequence[Mapping[str, str | None]] = (),
@@ -167,6 +179,7 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
     now = int(time.time() * 1000)
 
     def through_delta_rs() -> None:
+        refuse_delta_rs_unwritable(table)
         carried = [r.path for r in removed if r.deletion_vector]
         if carried:  # delta-rs' RemoveAction has no deletionVector: its remove would match nothing
             raise UnsupportedTableError(f"{len(carried)} input file(s) carry deletion vectors (e.g. {carried[0]}), "
@@ -236,6 +249,7 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     table.update_incremental()
 
     def through_delta_rs() -> None:
+        refuse_delta_rs_unwritable(table)
         if any(r.deletion_vector or r.spelled for r in removed):  # delta-rs' AddAction cannot carry them
             raise ApplyError(f"compactor's commit {own.version} cannot be reverted: its inputs carry deletion vectors "
                              "and delta-rs writes this table's commits", hint="restore the table to the version "

@@ -1,6 +1,7 @@
-"""Which Delta tables compactor can compact, with which engine (PURE): the table features delta-rs cannot
-write and the ones compactor's own rewrite cannot copy. The planner skips such tables and apply refuses
-them again on the state it commits against; apply imports this, not the planner."""
+"""Which Delta tables compactor can compact, with which engine (PURE): the table features compactor's own
+commit writer honours (and those only delta-spark's OPTIMIZE can), the ones delta-rs cannot write where it
+commits instead, and the ones compactor's own rewrite cannot copy. The planner skips such tables and apply
+refuses them again on the state it commits against; apply imports this, not the planner."""
 
 from __future__ import annotations
 
@@ -91,6 +92,10 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
     native = sorted(feats & NATIVE_ONLY.keys())
     if native:
         return f"{native[0]}: {NATIVE_ONLY[native[0]]}"
+    by_delta_rs = sorted(feats & DELTA_RS_UNWRITABLE)
+    if by_delta_rs and not delta_facts(state).compactor_commits:
+        return (f"writer feature(s) {', '.join(by_delta_rs)} cannot be written by delta-rs, which commits compactor's "
+                "changes to this store (a locking provider guards it)")
     unknown = sorted(feats - COMPACTOR_WRITES)
     if unknown:
         return (f"table feature(s) {', '.join(unknown)}: compactor's commit writer does not honour "
