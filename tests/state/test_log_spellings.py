@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from compactor.formats.delta.apply.log_writer import remove_action
-from compactor.formats.delta.read.facts import spelled_otherwise
+from compactor.formats.delta.read.log_paths import spelled_otherwise
 from compactor.formats.delta.read.log_replay import replay
 from compactor.models.table import TableLocation
 

@@ -37,8 +37,9 @@ from compactor import __version__
 from compactor.errors import StalePlanError
 from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, compactor_commits
 from compactor.formats.delta.read.deletion_vectors import DescriptorJson
-from compactor.formats.delta.read.facts import DELTA_RS_SAFE, DeltaProtocol
+from compactor.formats.delta.read.facts import DeltaProtocol
 from compactor.formats.delta.read.log import read_commit
+from compactor.formats.delta.read.log_paths import DELTA_RS_SAFE
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import storage_for
 
@@ -149,7 +150,7 @@ def commit_info(op: Operation, read_version: int, metadata: Mapping[str, str], *
 
 
 def log_path(logical: str) -> str:
-    """A new file's path as the log spells it: URL-encoded as delta-rs encodes it (facts.DELTA_RS_SAFE)."""
+    """A new file's path as the log spells it: URL-encoded as delta-rs encodes it (log_paths.DELTA_RS_SAFE)."""
     return quote(logical, safe=DELTA_RS_SAFE)
 
 

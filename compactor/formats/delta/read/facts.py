@@ -4,11 +4,9 @@ rows live twice with the repair to plan first."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from compactor.models.duplicates import DuplicateReport
 from compactor.models.state import TableState
@@ -16,20 +14,6 @@ from compactor.models.state import TableState
 if TYPE_CHECKING:  # pragma: no cover
     from compactor.formats.delta.duplicates.repair_plan import RepairProposal
     from compactor.formats.delta.read.deletion_vector_ids import DeletionVectorRef
-
-
-#: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
-#: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
-DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
-_ENCODED_BY_DELTA_RS = re.compile(r"[^A-Za-z0-9" + re.escape(DELTA_RS_SAFE) + "]")
-
-
-def spelled_otherwise(logical: str, spelled: str) -> bool:
-    """Whether the log spells a file's path (``spelled``, as its action has it) otherwise than delta-rs'
-    encoding of the decoded ``logical`` path would (Spark writes non-ASCII characters raw)."""
-    if spelled == logical and not _ENCODED_BY_DELTA_RS.search(logical):
-        return False  # nearly every path: nothing to encode, nothing encoded
-    return quote(logical, safe=DELTA_RS_SAFE) != spelled
 
 
 @dataclass(frozen=True)

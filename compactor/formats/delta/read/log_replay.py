@@ -26,9 +26,8 @@ from urllib.parse import unquote
 
 from compactor.errors import TableReadError
 from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
-from compactor.formats.delta.read.facts import spelled_otherwise
 from compactor.formats.delta.read.log import Commit, read_commit
-from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root
+from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root, spelled_otherwise
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import Storage, StorageError, storage_for
 

@@ -29,7 +29,8 @@ import pyarrow as pa
 from compactor.errors import TableReadError
 from compactor.formats.delta.plan.support import compactor_commits
 from compactor.formats.delta.read.deletion_vector_ids import logged_deletion_vectors
-from compactor.formats.delta.read.facts import DELTA_RS_SAFE, DeltaFacts, DeltaProtocol
+from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
+from compactor.formats.delta.read.log_paths import DELTA_RS_SAFE
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
