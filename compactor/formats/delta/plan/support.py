@@ -90,8 +90,11 @@ def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") 
         return None
     feats = set(delta_facts(state).protocol.writer_features) | set(delta_facts(state).protocol.reader_features)
     native = sorted(feats & NATIVE_ONLY.keys())
-    if native:
-        return f"{native[0]}: {NATIVE_ONLY[native[0]]}"
+    if native:  # each feature named, with why (one reason names every feature it stands for)
+        by_reason: dict[str, list[str]] = {}
+        for f in native:
+            by_reason.setdefault(NATIVE_ONLY[f], []).append(f)
+        return "; ".join(f"{', '.join(fs)}: {why}" for why, fs in by_reason.items())
     by_delta_rs = sorted(feats & DELTA_RS_UNWRITABLE)
     if by_delta_rs and not delta_facts(state).compactor_commits:
         return (f"writer feature(s) {', '.join(by_delta_rs)} cannot be written by delta-rs, which commits compactor's "
