@@ -167,6 +167,9 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
     inputs = [planned_inputs(ctx.state, a, session) for a in actions]
     for i in inputs:
         refuse_unrewritable(ctx, i, engine)
+    if delta_facts(ctx.state).unremovable_paths.intersection(p for i in inputs for p in i):
+        spellings = session.replayed().spellings  # each remove spelled as the log spelled its add
+        inputs = [{p: replace(f, spelled=spellings.get(p)) for p, f in i.items()} for i in inputs]
     every = [f for i in inputs for f in i.values()]
     if not delta_facts(ctx.state).deletion_vectors_enabled:
         return GroupInputs(inputs, {}, {})
