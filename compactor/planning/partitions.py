@@ -211,9 +211,9 @@ def plan_partitions(
             survivors.append(k)
             continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
-        # a file over a delete trigger may be larger than the target: the bins alone tell (no two share one:
-        # already compact, below), as OPTIMIZE packs them
-        if s["small_sum"] <= ideal and not s["over_trigger_sum"]:
+        # a file over a delete trigger may be larger than the target: with two candidates or more the bins alone
+        # tell (no two share one: already compact, below), as OPTIMIZE packs them
+        if s["small_sum"] <= ideal and not (s["over_trigger_sum"] and s["small_sum"] > 1):
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
             skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding "
                  f"{format_size(s['small_size_sum'])}: already the fewest files at target_file_size "
