@@ -176,7 +176,7 @@ def plan_purge(policy: TablePolicy, files: pa.Table, partition_columns: Sequence
             min_deleted_rows=purge.min_deleted_rows, min_deleted_ratio=purge.min_deleted_ratio,
             deletion_vectors=tuple(vectors[p].id if p in card else "" for p in paths),
             cardinalities=tuple(card.get(p, 0) for p in paths),
-            extra_columns=tuple(", ".join(extra[p]) for p in paths) if extra else (),
+            extra_columns=tuple(", ".join(extra.get(p, ())) for p in paths) if extra else (),
             deleted_rows=part.deleted_rows, partition_rows=part.rows, reclaimed_bytes=part.dead_bytes,
             reason=f"{said} (~{format_size(part.dead_bytes)} of {format_size(part.bytes)} dead){also}: purge "
                    f"{len(paths)} file(s) into {len(bins)} ({format_size(in_bytes)} read)"))
