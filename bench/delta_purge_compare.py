@@ -17,7 +17,9 @@ Both pack to the same target (compactor's ``target_file_size``, delta-spark's ``
 vectors applied: rows and sum(id) must be the table's live rows, no deletion vector may remain, else the run
 does not count. COMPACTOR_WATCH_WINDOW=0 (the post-commit watch is a wait).
 
-    python bench/delta_purge_compare.py [--pairs 4] [--partitions 20] [--files 10] [--rows 20000]
+    python bench/delta_purge_compare.py [--pairs 4] [--partitions 20] [--files 10] [--rows 10000] [--master DIR]
+
+``--master DIR``: the table is built there unless it already is (then reused: every run works on a copy).
 """
 
 from __future__ import annotations
@@ -120,19 +122,21 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=4, help="pairs counted (after one warm-up pair)")
     ap.add_argument("--partitions", type=int, default=20)
     ap.add_argument("--files", type=int, default=10, help="files per partition")
-    ap.add_argument("--rows", type=int, default=20000, help="rows per file")
+    ap.add_argument("--rows", type=int, default=10000, help="rows per file")
+    ap.add_argument("--master", type=Path, help="where the table is built, or was built by an earlier run")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="compactor-purge-compare-"))
-    master = base / "master"
+    master = args.master or base / "master"
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", BUILD, str(master), json.dumps(CONF), str(args.partitions),
-                        str(args.files), str(args.rows)], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise SystemExit(f"building the table failed:\n{p.stderr[-3000:]}")
+    if not (master / "_delta_log").is_dir():
+        p = subprocess.run([sys.executable, "-c", BUILD, str(master), json.dumps(CONF), str(args.partitions),
+                            str(args.files), str(args.rows)], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SystemExit(f"building the table failed:\n{p.stderr[-3000:]}")
     original = facts(master)
     size = sum(f.stat().st_size for f in master.rglob("*.parquet"))
-    print(f"built in {time.perf_counter() - t0:.0f}s: {original['files']} files, {original['vectors']} with a "
+    print(f"built or found in {time.perf_counter() - t0:.0f}s: {original['files']} files, {original['vectors']} with a "
           f"deletion vector, {original['rows']:,} live rows of {args.partitions * args.files * args.rows:,}, "
           f"{size / 2**20:.1f} MiB of parquet", file=sys.stderr)
     assert original["files"] == original["vectors"] == args.partitions * args.files, original
@@ -160,6 +164,8 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
     ratios = [c / r for c, r in zip(times["compactor"], times["REORG"])]
+    if not ratios:  # --pairs 0: the table built and one warm-up pair run
+        return
     print(f"\n{args.partitions} partitions x {args.files} files x {args.rows:,} rows ({size / 2**20:.1f} MiB, "
           f"{original['rows']:,} live rows), {args.pairs} pairs after a warm-up\n")
     print("| pair | compactor (s) | REORG (s) | ratio |")
