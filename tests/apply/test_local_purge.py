@@ -116,3 +116,26 @@ def test_a_purge_and_a_compaction_of_one_partition_commit_apart(tmp_path: Path) 
     assert rows(t) == before
     assert not replay(TableLocation(str(t))).deletion_vectors.keys() & purged
     assert json.dumps([r.partition for r in run.results])
+
+
+def test_a_purge_and_a_compaction_of_the_same_partition_both_commit(tmp_path: Path) -> None:
+    """partCol=0: its file with a vector (purged) and two small files delta-rs appended (compacted): the plan
+    runs the purge first, then the compaction, each committing its own files; every row stays once."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    t = _copy("delta-misc/partitioned-table-with-dv-large", tmp_path / "t")
+    for i in range(2):
+        write_deltalake(str(t), pa.table({"id": pa.array([10**6 + i], pa.int32()), "partCol": pa.array([0], pa.int32())}),
+                        mode="append", partition_by=["partCol"])
+    before = rows(t)
+    plan = purge_plan(t, ratio=0.014, compact=True)
+    mine = [a for a in plan.tables[0].actions if a.partition == {"partCol": "0"}]
+    assert [a.type for a in mine] == ["purge", "compact"]
+    assert not set(mine[0].input_paths) & set(mine[1].input_paths) and len(mine[1].input_paths) == 2
+    run = apply_plan(plan, target=Target(), project=Project(name="p", root=tmp_path))
+    assert run.ok and all(r.status == "success" for r in run.results), [r.error for r in run.results]
+    assert rows(t) == before
+    live = {p for p, _ in replay(TableLocation(str(t))).live}
+    assert not live & {p for a in mine for p in a.input_paths}
+    assert len([p for p in live if p.startswith("partCol=0/")]) == 2
