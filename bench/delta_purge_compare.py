@@ -1,7 +1,8 @@
 """compactor's local purge against delta-spark's ``REORG TABLE ... APPLY (PURGE)``, whole process each (issue
 40's goal: <= 0.3x), on one delta-spark-written table with deletion vectors: PARTITIONS partitions x FILES
-files (written in one commit: FILES write tasks, each one file into every partition), then a DELETE of 20% of
-the rows and a MERGE deleting 10% more, which leave every file with a deletion vector (~30% of its rows dead).
+files (written in one commit: FILES write tasks, each one file into every partition; a row's partition is
+pmod(hash(id), PARTITIONS), so every partition holds every id mod 10), then a DELETE of 20% of the rows and a
+MERGE deleting 10% more, which leave every file with a deletion vector (30% of its rows dead).
 
 Two sides, each on a fresh copy of that table, each a fresh Python process, alternating A B A B (1 warm-up
 pair not counted, then PAIRS pairs), ratio per pair:
@@ -56,7 +57,7 @@ BUILD = SESSION + textwrap.dedent("""
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, p INT, v DOUBLE, s STRING) USING delta PARTITIONED BY (p) "
               "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     (spark.range(0, parts * files * rows, 1, files)
-     .selectExpr("id", f"CAST(id % {parts} AS INT) AS p", "rand(7) AS v", "sha2(CAST(id AS STRING), 256) AS s")
+     .selectExpr("id", f"CAST(pmod(hash(id), {parts}) AS INT) AS p", "rand(7) AS v", "sha2(CAST(id AS STRING), 256) AS s")
      .write.format("delta").mode("append").save(path))
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id % 10 IN (0, 1)")
     spark.range(0, parts * files * rows).where("id % 10 = 2").createOrReplaceTempView("gone")
