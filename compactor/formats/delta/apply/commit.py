@@ -153,15 +153,15 @@ def refuse_delta_rs_unwritable(table: Any) -> None:
 def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
                 fence: Callable[[], None] | None = None, partitions: Sequence[Mapping[str, str | None]] = (),
-                z_order_by: Sequence[str] = ()) -> Commit:
+                z_order_by: Sequence[str] = (), purge: bool = False) -> Commit:
     """One dataChange=false commit: add ``added``, remove ``removed``, recorded as an OPTIMIZE of
-    ``partitions`` (formats/delta/apply/log_writer.py). ``table`` is a DeltaTable handle of the table (at
+    ``partitions`` (``purge``: a REORG ... APPLY (PURGE) of them) (formats/delta/apply/log_writer.py). ``table`` is a DeltaTable handle of the table (at
     ``read_version`` or later), ``where`` its location. Right before it, in this order (docs/safety.md): no
     input removed since ``read_version``, no metaData or protocol change since, every added file on storage,
     the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.formats.delta.apply.log_writer import add_action, optimize, remove_action, write_commit
+    from compactor.formats.delta.apply.log_writer import add_action, optimize, remove_action, reorg_purge, write_commit
 
     gone = removed_since(where, read_version, [r.path for r in removed])
     if gone:
@@ -201,6 +201,8 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                  [*(remove_action(r.path, r.size, r.partition_values, now, r.deletion_vector, tags=r.tags,
                                   stats=r.stats, spelled=r.spelled) for r in removed),
                   *(add_action(f.path, f.size, f.partition_values, f.stats, now) for f in added)],
+                 reorg_purge(partitions, [r.size for r in removed], [f.size for f in added],
+                             deletion_vectors=sum(1 for r in removed if r.deletion_vector)) if purge else
                  optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by,
                           deletion_vectors=sum(1 for r in removed if r.deletion_vector)),
                  commit_metadata, fallback=through_delta_rs)

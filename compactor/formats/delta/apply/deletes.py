@@ -38,7 +38,7 @@ from compactor.formats.delta.read.log import read_commit
 from compactor.formats.delta.read.log_replay import Replay, replay
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.planning.actions import RewriteAction
+from compactor.planning.actions import Action
 from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class GroupInputs:
     refused: dict[int, CompactorError]
 
 
-def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> GroupInputs:
+def group_inputs(ctx: ActionContext, actions: Sequence[Action], engine: RewriteEngine) -> GroupInputs:
     """The group's inputs (GroupInputs); refuses what compactor's rewrite cannot do
     (context.refuse_unrewritable)."""
 

@@ -1,6 +1,7 @@
 """compactor's Delta commits, written to the log as delta-spark writes its own: a rewrite is an ``OPTIMIZE``
 with delta-spark's operationParameters (predicate, zOrderBy, clusterBy, auto) and operationMetrics
-(numRemovedFiles, numAddedFiles, numRemovedBytes, numAddedBytes, the file-size percentiles), a repair a
+(numRemovedFiles, numAddedFiles, numRemovedBytes, numAddedBytes, the file-size percentiles), a purge a
+``REORG`` (predicate, applyPurge) with the same metrics, a repair a
 ``COMPACTOR REPAIR``, a VACUUM compactor deletes itself a ``VACUUM START`` and a ``VACUUM END``; each carries
 compactor's run id and action marker (top-level keys, and ``userMetadata``: the field `DESCRIBE HISTORY`
 shows). delta-rs' ``create_write_transaction`` records every commit as ``WRITE``/``Append`` and refuses
@@ -96,6 +97,14 @@ def optimize(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[i
     """An OPTIMIZE as delta-spark records one: compactor's rewrite of these partitions' files."""
     return Operation("OPTIMIZE", {"predicate": json.dumps(partition_predicate(partitions)),
                                   "zOrderBy": json.dumps(list(z_order_by)), "clusterBy": "[]", "auto": False},
+                     file_size_metrics(removed, added, deletion_vectors))
+
+
+def reorg_purge(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[int], added: Sequence[int], *,
+                deletion_vectors: int = 0) -> Operation:
+    """A ``REORG TABLE ... APPLY (PURGE)`` as delta-spark records one (DeltaOperations.Reorg: the predicate,
+    ``applyPurge``, OPTIMIZE's metrics): compactor's purge of these partitions on the local engine."""
+    return Operation("REORG", {"predicate": json.dumps(partition_predicate(partitions)), "applyPurge": True},
                      file_size_metrics(removed, added, deletion_vectors))
 
 

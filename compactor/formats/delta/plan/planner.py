@@ -30,6 +30,7 @@ from compactor.formats.delta.plan.retention import (
 from compactor.formats.delta.plan.support import (
     REWRITES_DELETION_VECTORS,
     native_possible,
+    purge_droppable,
     purge_possible,
     unsupported_reason,
 )
@@ -89,7 +90,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     facts = delta_facts(state)
     purges, sk = plan_purge(policy, files, state.partition_columns, state.version, deleted=facts.deleted_rows,
                             vectors=facts.deletion_vectors, where=where, engine_can_purge=purge_possible(engine),
-                            today=now.date())
+                            today=now.date(), extra_columns=facts.extra_columns, droppable=purge_droppable(engine))
     actions += purges
     skips += sk
     purged = [p for a in purges for p in a.input_paths]

@@ -68,6 +68,10 @@ REWRITES_DELETION_VECTORS = frozenset({"local"})
 #: writes files in the table's physical names and field ids (formats/delta/read/column_mapping.py,
 #: tests/apply/test_column_mapping_rewrite.py)
 REWRITES_COLUMN_MAPPING = frozenset({"local"})
+#: the change data feed's bookkeeping columns delta-spark's UPDATE, DELETE and MERGE write into data files (all
+#: null / false), which compactor's rewrite leaves out once each footer proves it (apply/rewrite.py
+#: CHANGE_DATA_COLUMNS)
+CHANGE_DATA_COLUMN_NAMES = frozenset({"_change_type", "__is_cdc"})
 
 
 def native_possible(engine: str, method: str) -> bool:
@@ -78,10 +82,17 @@ def native_possible(engine: str, method: str) -> bool:
 
 
 def purge_possible(engine: str) -> bool:
-    """A purge of soft-deleted rows may run: the spark engine's REORG TABLE ... APPLY (PURGE) (delta-spark's,
-    needs the Delta jars; whatever the compaction method). The local engine rewrites no file with a deletion
-    vector yet (issue 40: its own commit writer)."""
-    return engine == "spark"
+    """A purge of soft-deleted rows may run: on the spark engine delta-spark's REORG TABLE ... APPLY (PURGE)
+    (needs the Delta jars; whatever the compaction method), on the local engine compactor's own rewrite of
+    the purge's bins (formats/delta/apply/purge.py), which drops the rows the vectors delete."""
+    return engine in ("spark", "local")
+
+
+def purge_droppable(engine: str) -> frozenset[str] | None:
+    """The columns a table lacks that the engine's purge leaves out of the files it rewrites: any on the
+    spark engine (REORG drops them), only the change data feed's bookkeeping columns on the local engine
+    (the rewrite leaves those out once each footer proves them empty: apply/rewrite.py CHANGE_DATA_COLUMNS)."""
+    return None if engine == "spark" else CHANGE_DATA_COLUMN_NAMES
 
 
 def unsupported_reason(state: TableState, engine: str, method: str = "rewrite") -> str | None:

@@ -68,6 +68,10 @@ class DeltaFacts:
     #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,
     #: sorted), None when they could not be listed (read only when the policy enables vacuum)
     vacuum_candidates: tuple[str, ...] | None = None
+    #: files without a deletion vector in partitions holding one, whose footer holds columns the table lacks
+    #: (read/extra_columns.py), with those columns: REORG ... APPLY (PURGE) rewrites them too (read only when
+    #: the policy enables compaction.purge; None: not read)
+    extra_columns: Mapping[str, tuple[str, ...]] | None = None
     duplicates: DuplicateFacts = field(default_factory=DuplicateFacts)
 
     @property
