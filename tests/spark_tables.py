@@ -223,6 +223,78 @@ def awkward_partitions(spark: Any, path: str | Path, *, appends: int = 2, files:
                       {"values": AWKWARD_VALUES})
 
 
+def column_mapping_id(spark: Any, path: str | Path, *, appends: int = 2, files: int = 2) -> SparkTable:
+    """(d) Column mapping in id mode (data files carry parquet field ids), a column renamed between two
+    appends and a name with a space."""
+    p = str(path)
+    _create(spark, p, "id BIGINT, date STRING, `unit price` DOUBLE, kind STRING", partitioned_by=("date",),
+            properties={"delta.columnMapping.mode": "id"})
+    cols = tuple(c.replace(" AS amount", " AS `unit price`") for c in _date_cols())
+    _append(spark, p, 0, 300, cols, files)
+    spark.sql(f"ALTER TABLE delta.`{p}` RENAME COLUMN kind TO parity")
+    cols = tuple(c.replace(" AS kind", " AS parity") for c in cols)
+    for i in range(1, appends):
+        _append(spark, p, i * 300, 300, cols, files)
+    return SparkTable("column_mapping_id", p, appends * 300, ("date",), ("columnMapping",),
+                      {"renamed": ("kind", "parity")})
+
+
+def in_commit_timestamps(spark: Any, path: str | Path, *, appends: int = 2, files: int = 2) -> SparkTable:
+    """(j) In-commit timestamps on from the table's creation: every commitInfo comes first and carries an
+    ``inCommitTimestamp`` past the previous commit's."""
+    p = str(path)
+    _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
+            properties={"delta.enableInCommitTimestamps": "true"})
+    for i in range(appends):
+        _append(spark, p, i * 300, 300, _date_cols(), files)
+    return SparkTable("in_commit_timestamps", p, appends * 300, ("date",), ("inCommitTimestamp",))
+
+
+def type_widening(spark: Any, path: str | Path, *, appends: int = 2, files: int = 2) -> SparkTable:
+    """(k) Type widening: ``qty`` written as INT, widened to BIGINT (``ALTER COLUMN ... TYPE``), then appended
+    with values past the INT range: files of both types in one partition."""
+    p = str(path)
+    _create(spark, p, "id BIGINT, date STRING, qty INT", partitioned_by=("date",),
+            properties={"delta.enableTypeWidening": "true"})
+    select = ("id", _date_cols()[1], "CAST(id AS INT) AS qty")
+    _append(spark, p, 0, 300, select, files)
+    spark.sql(f"ALTER TABLE delta.`{p}` ALTER COLUMN qty TYPE BIGINT")
+    select = ("id", _date_cols()[1], "id + 3000000000 AS qty")
+    for i in range(1, appends):
+        _append(spark, p, i * 300, 300, select, files)
+    return SparkTable("type_widening", p, appends * 300, ("date",), ("typeWidening",),
+                      {"widened": ("qty", "int", "bigint")})
+
+
+def change_data_feed(spark: Any, path: str | Path, *, appends: int = 2, files: int = 2) -> SparkTable:
+    """(l) Change data feed on, appends and an UPDATE (its commit writes change data files): a compaction
+    must add nothing to the feed."""
+    p = str(path)
+    _create(spark, p, "id BIGINT, date STRING, amount DOUBLE, kind STRING", partitioned_by=("date",),
+            properties={"delta.enableChangeDataFeed": "true"})
+    for i in range(appends):
+        _append(spark, p, i * 300, 300, _date_cols(), files)
+    spark.sql(f"UPDATE delta.`{p}` SET amount = -1 WHERE id % 10 = 1")
+    return SparkTable("change_data_feed", p, appends * 300, ("date",), ("changeDataFeed",))
+
+
+def streaming_appends(spark: Any, path: str | Path, *, batches: int = 4, files: int = 2) -> SparkTable:
+    """(m) A Structured Streaming query writing the table: ``batches`` micro-batches (one JSON source file
+    each, trigger availableNow), each commit with the query's ``txn`` action (appId, version)."""
+    root = Path(path)
+    src, checkpoint, p = root.parent / f"{root.name}-source", root.parent / f"{root.name}-checkpoint", str(path)
+    src.mkdir(parents=True)
+    for b in range(batches):
+        lines = [json.dumps({"id": b * 100 + k, "date": f"2024-01-0{1 + k % 3}", "amount": k * 1.5})
+                 for k in range(100)]
+        (src / f"batch-{b:03d}.json").write_text("\n".join(lines) + "\n")
+    q = (spark.readStream.schema("id LONG, date STRING, amount DOUBLE").option("maxFilesPerTrigger", 1).json(str(src))
+         .repartition(files).writeStream.format("delta").partitionBy("date")
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start(p))
+    q.awaitTermination()
+    return SparkTable("streaming_appends", p, batches * 100, ("date",), (), {"batches": batches})
+
+
 def sized_files(spark: Any, path: str | Path, files: Sequence[tuple[str, int]], *,
                 properties: Mapping[str, str] | None = None, create: bool = True) -> SparkTable:
     """One commit writing exactly one file per ``(date, rows)`` entry, so file sizes are chosen by the
@@ -294,6 +366,11 @@ BUILDERS: dict[str, Callable[..., SparkTable]] = {
     "no_stats": no_stats,
     "stats_off": stats_off,
     "awkward_partitions": awkward_partitions,
+    "column_mapping_id": column_mapping_id,
+    "in_commit_timestamps": in_commit_timestamps,
+    "type_widening": type_widening,
+    "change_data_feed": change_data_feed,
+    "streaming_appends": streaming_appends,
 }
 
 

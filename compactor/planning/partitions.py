@@ -39,6 +39,7 @@ class _PartitionStats(TypedDict):
     small_size_sum: int | None
     left_alone_sum: int
     forced_sum: int
+    over_trigger_sum: int
 
 
 class _SkipPartition(Protocol):
@@ -146,10 +147,13 @@ def plan_partitions(
                           "small_size": pc.if_else(small, files.column("size_bytes"), 0),
                           "left_alone": pc.cast(pc.and_(small_anywhere, pc.invert(small)), pa.int64()),
                           "forced": pa.repeat(pa.scalar(0), files.num_rows) if alone is None else
-                          pc.cast(alone, pa.int64())})
+                          pc.cast(alone, pa.int64()),
+                          "over_trigger": pa.repeat(pa.scalar(0), files.num_rows) if forced is None else
+                          pc.cast(pc.fill_null(pc.and_(forced, small), False), pa.int64())})
     agg = agg_input.group_by("k").aggregate([("size", "sum"), ("size", "count"), ("mtime", "max"),
                                              ("mtime", "min"), ("small", "sum"), ("small_size", "sum"),
-                                             ("left_alone", "sum"), ("forced", "sum")])
+                                             ("left_alone", "sum"), ("forced", "sum"),
+                                             ("over_trigger", "sum")])
     stats: dict[str, _PartitionStats] = {row["k"]: row for row in agg.to_pylist()}
     all_values = {k: _values_of(k, partition_columns) for k in stats}
 
@@ -207,7 +211,9 @@ def plan_partitions(
             survivors.append(k)
             continue
         ideal = max(1, math.ceil((s["small_size_sum"] or 0) / c.target_file_size))
-        if s["small_sum"] <= ideal:
+        # a file over a delete trigger may be larger than the target: with two candidates or more the bins alone
+        # tell (no two share one: already compact, below), as OPTIMIZE packs them
+        if s["small_sum"] <= ideal and not (s["over_trigger_sum"] and s["small_sum"] > 1):
             # e.g. a partition compacted into one file that is still below min_file_size: nothing to gain
             skip(k, SkipReason.ALREADY_COMPACT, f"{s['small_sum']} small file(s) holding "
                  f"{format_size(s['small_size_sum'])}: already the fewest files at target_file_size "

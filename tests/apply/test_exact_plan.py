@@ -174,9 +174,10 @@ def test_plan_apply_plan_converges_on_random_tables(tmp_path: Path) -> None:
     assert changed >= 8  # the random tables did need compacting
 
 
-def test_files_whose_log_path_delta_rs_cannot_reproduce_are_left_alone(tmp_path: Path) -> None:
-    """Spark writes non-ASCII characters raw into the log (delta-rs encodes them): a delta-rs remove of
-    such a file would match nothing and duplicate its rows. Those files are planned as unsupported."""
+def test_files_whose_log_path_delta_rs_would_spell_otherwise_are_removed_as_the_log_spells_them(tmp_path: Path) -> None:
+    """Spark writes non-ASCII characters raw into the log (delta-rs encodes them): a remove spelled as
+    delta-rs spells it would match nothing and duplicate the file's rows. compactor's own commit spells each
+    remove as the log spelled its add, so those files compact like the others, every row once."""
     t = tmp_path / "t"
     n = make_table(t, partitions=1, appends=3)  # date=2024-01-01, ordinary paths
     (t / "date=é").mkdir()
@@ -192,9 +193,10 @@ def test_files_whose_log_path_delta_rs_cannot_reproduce_are_left_alone(tmp_path:
     (t / "_delta_log" / f"{version:020d}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
     plan = plan_for(t)
     table = plan.tables[0]
-    assert [a.partition for a in table.actions] == [{"date": "2024-01-01"}]
-    (skip,) = [s for s in table.skipped if s.reason == "unsupported"]
-    assert skip.partition == {"date": "é"} and skip.details["files"] == 3
+    assert sorted(a.partition["date"] for a in table.actions) == ["2024-01-01", "é"]
     run = apply_plan(plan, target=Target())
     assert run.ok, [r.error for r in run.results]
+    removes = [json.loads(line)["remove"]["path"] for f in sorted((t / "_delta_log").glob("*.json"))
+               for line in f.read_text(encoding="utf-8").splitlines() if '"remove"' in line]
+    assert {f"date=é/part-spark-{i}.parquet" for i in range(3)} <= set(removes)
     exactly_once(t, n)

@@ -386,17 +386,19 @@ def test_item_7_plan_rows_are_the_live_rows_of_a_deletion_vector_table(delta_spa
     assert actions and sum(a["rows"] for a in actions) == table.rows == 540  # 600 written, 60 deleted by DVs
 
 
-def _raw_path_table(spark, path: Path):
-    """Spark-written, partitioned by a city whose every value is non-ASCII (Spark writes them raw into the
-    log, where delta-rs would encode them): two appends, two small files per partition."""
+def _row_tracking_table(spark, path: Path):
+    """Spark-written with row tracking on (whose row ids compactor cannot preserve), partitioned by a city
+    whose every value is non-ASCII (Spark writes them raw into the log): two appends, two small files per
+    partition."""
     from tests import spark_tables as st
 
-    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, city STRING) USING delta PARTITIONED BY (city)")
+    spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, city STRING) USING delta PARTITIONED BY (city) "
+              "TBLPROPERTIES ('delta.enableRowTracking' = 'true')")
     for start in (0, 30):
         (spark.range(start, start + 30).selectExpr("id", "element_at(array('Zürich', 'Malmö', 'Łódź'), "
                                                          "CAST(id % 3 AS INT) + 1) AS city")
          .repartition(1).write.format("delta").mode("append").save(str(path)))
-    return st.SparkTable("raw_paths", str(path), 60, ("city",))
+    return st.SparkTable("row_tracking", str(path), 60, ("city",), ("rowTracking",))
 
 
 @pytest.mark.spark
@@ -404,13 +406,13 @@ def _raw_path_table(spark, path: Path):
 def test_item_8_quickstart_on_a_table_only_delta_spark_compacts_plan_inspect_and_report_say_the_same(
         delta_spark, tmp_path: Path) -> None:
     """Acceptance: plan, inspect and report give the same reason and the same next step; no false
-    "already_compact", no "compact them" where the plan merges none. The table: Spark-written, its partition
-    values non-ASCII, which Spark writes raw into the log (the issue's table had deletion vectors, which the
-    local engine now compacts: tests/apply/test_deletion_vector_rewrite.py)."""
+    "already_compact", no "compact them" where the plan merges none. The table: Spark-written with row tracking
+    (the issue's table had deletion vectors, then non-ASCII partition values written raw, which the local engine
+    now compacts: tests/apply/test_deletion_vector_rewrite.py, tests/interop/test_kinds_matrix.py)."""
     import html
     import re
 
-    table = _raw_path_table(delta_spark, tmp_path / "events")
+    table = _row_tracking_table(delta_spark, tmp_path / "events")
     proj = _quickstart(tmp_path, table.path)
     for spark_target, step in ((None, "use the spark engine (delta-spark's OPTIMIZE compacts it): add a target with "
                                       "`engine: spark` to profiles.yml, then `compactor plan --target <that target>`"),
@@ -419,8 +421,9 @@ def test_item_8_quickstart_on_a_table_only_delta_spark_compacts_plan_inspect_and
         if spark_target:
             with open(proj / "profiles.yml", "a") as f:
                 f.write(f"    {spark_target}: {{engine: spark}}\n")
-        said = ("unsupported x3 (city=Malmö and 2 more): 2 file(s) whose log path delta-rs cannot reproduce (written "
-                f"raw, e.g. non-ASCII characters), which compactor's own rewrite leaves alone; {step}")
+        said = ("unsupported x1: rowTracking: compactor cannot preserve row ids (a copy must keep each row's id and "
+                "commit version in the materialized columns, and fresh ids need the row id high water mark); "
+                f"{step}")
         plan = cli("plan", cwd=proj)
         assert plan.returncode == 0, plan.stdout + plan.stderr
         plan_text = " ".join(plan.stdout.split())

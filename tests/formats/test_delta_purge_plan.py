@@ -124,11 +124,58 @@ def test_a_file_one_percent_dead_is_not_purged_at_ratio_0_05(fixtures_dir: Path)
     assert purged(Purge(enabled=False, min_deleted_ratio=0.0)) == set()
 
 
-def test_the_local_engine_names_the_purge_it_cannot_run(fixtures_dir: Path) -> None:
+def test_the_local_engine_plans_the_purge(fixtures_dir: Path) -> None:
     state = _state(fixtures_dir, "delta-rs/cdf-table-with-cdc-and-dvs")
     plan = plan_delta_table(_policy(state.uri, purge=Purge(enabled=True)), state, now=NOW, engine="local")
-    assert not [a for a in plan.actions if isinstance(a, PurgeAction)]
-    assert [s.details["deleted_rows"] for s in plan.skipped if s.reason == PurgeSkipReason.PURGE_NEEDS_SPARK] == [6]
+    (purge,) = [a for a in plan.actions if isinstance(a, PurgeAction)]
+    assert purge.deleted_rows == 6 and not purge.extra_columns
+    assert not [s for s in plan.skipped if s.reason == PurgeSkipReason.PURGE_NEEDS_SPARK]
+
+
+def _with_extra_columns(state: TableState, columns: tuple[str, ...]) -> tuple[TableState, str]:
+    """``state`` as if its one file without a deletion vector in partCol=7 held ``columns`` the table lacks."""
+    facts = delta_facts(state)
+    deleted = facts.deleted_rows or {}
+    bare = sorted(p for p in state.files.column("path").to_pylist() if "partCol=7/" in p and p not in deleted)
+    assert len(bare) == 1
+    return replace(state, extra=replace(facts, extra_columns={bare[0]: columns})), bare[0]
+
+
+def test_the_purge_lists_the_files_reorg_rewrites_for_their_extra_columns(fixtures_dir: Path) -> None:
+    """REORG ... APPLY (PURGE) also rewrites files holding columns the table lacks (DeltaPurgeOperation): the
+    plan lists them, in REORG's bins by size, without a deletion vector and with the columns, and their rows
+    count in the purge's rows."""
+    state, bare = _with_extra_columns(_state(fixtures_dir, "delta-misc/partitioned-table-with-dv-large"),
+                                      ("_change_type", "__is_cdc"))
+    policy = _policy(state.uri, purge=Purge(enabled=True, min_deleted_ratio=0.014))
+    for engine in ("spark", "local"):
+        plan = plan_delta_table(policy, state, now=NOW, engine=engine)
+        (purge,) = [a for a in plan.actions if isinstance(a, PurgeAction) and a.partition == {"partCol": "7"}]
+        assert bare in purge.input_paths and purge.input_files == 2 and purge.expected_output_files == 1
+        at = purge.input_paths.index(bare)
+        assert (purge.deletion_vectors[at], purge.cardinalities[at], purge.extra_columns[at]) == \
+            ("", 0, "_change_type, __is_cdc")
+        assert purge.rows == 200 + 1 - 3  # the partition's two files less the 3 rows its vector deletes
+        assert action_problems(purge, policy, plan) == []
+        assert "holding column(s) the table lacks (__is_cdc, _change_type)" in purge.reason
+        assert not [a for a in plan.actions if isinstance(a, CompactAction) and bare in a.input_paths]
+        purge.check_deletion_vectors({p: v.id for p, v in (delta_facts(state).deletion_vectors or {}).items()})
+        assert action_from_dict(PurgeAction, json.loads(json.dumps(action_to_dict(purge)))) == purge
+
+
+def test_a_dropped_column_keeps_the_local_engine_from_purging_the_partition(fixtures_dir: Path) -> None:
+    """A column dropped under column mapping stays in older files; REORG rewrites them without it, the local
+    engine's rewrite leaves out only the change data feed's columns: the partition is skipped, naming it."""
+    state, bare = _with_extra_columns(_state(fixtures_dir, "delta-misc/partitioned-table-with-dv-large"),
+                                      ("col-5f1a",))
+    policy = _policy(state.uri, purge=Purge(enabled=True, min_deleted_ratio=0.014))
+    local = plan_delta_table(policy, state, now=NOW, engine="local")
+    assert [a.partition for a in local.actions if isinstance(a, PurgeAction)] == [{"partCol": "0"}]
+    (skip,) = [s for s in local.skipped if s.reason == PurgeSkipReason.PURGE_NEEDS_SPARK]
+    assert skip.partition == {"partCol": "7"} and bare in skip.message and "col-5f1a" in skip.message
+    spark = plan_delta_table(policy, state, now=NOW, engine="spark")
+    (purge,) = [a for a in spark.actions if isinstance(a, PurgeAction) and a.partition == {"partCol": "7"}]
+    assert purge.extra_columns[purge.input_paths.index(bare)] == "col-5f1a"
 
 
 def test_a_deletion_vector_changed_since_planning_makes_the_purge_stale(fixtures_dir: Path) -> None:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -166,3 +167,61 @@ def test_clustered_tables_rewrite_files_above_min_file_size(delta_spark, tmp_pat
     metrics, added, removed = _optimize(delta_spark, t.path, None, {MIN_FILE_SIZE: "1", MAX_FILE_SIZE: "1000000"})
     assert len(removed) == metrics["numFilesRemoved"] == n and len(added) == 1
     assert delta_spark.read.format("delta").load(t.path).count() == t.rows
+
+
+
+def _random_dv_table(seed: int) -> tuple[list[tuple[str, int]], dict[int, int], int, int, float]:
+    """2-3 days of 4-8 files (as _random_table) and, per file, the modulus of the rows a DELETE takes from it
+    (every m-th row: none, ~2%, 10% or 50%), the sizes' bounds and a deleted-rows ratio."""
+    rng = random.Random(seed)
+    days = [f"2024-03-0{i + 1}" for i in range(rng.choice([2, 3]))]
+    max_fs = rng.randint(60_000, 120_000)
+    min_fs = int(max_fs * rng.uniform(0.1, 0.4))
+    spec = [(d, rng.choice([5, 40, 2500] + [rng.randint(200, 900)] * 4)) for d in days for _ in range(rng.randint(4, 8))]
+    rng.shuffle(spec)
+    deletes = {fid: m for fid in range(len(spec)) if (m := rng.choice([0, 0, 50, 10, 10, 2]))}
+    return spec, deletes, max_fs, min_fs, rng.choice([0.05, 0.05, 0.2])
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_compactor_plans_what_optimize_rewrites_on_deletion_vector_tables(delta_spark, tmp_path, seed: int) -> None:
+    """compactor's plan of a random table with deletion vectors (soft-deleted shares from 0 to 50% per file, files
+    below and above minFileSize, ratio 0.05 or 0.2) lists exactly the files, each with its deletion vector,
+    that delta-spark's OPTIMIZE then removes, and as many output files as OPTIMIZE adds: the local engine's
+    plan (compactor's rewrite drops the deleted rows) and the spark engine's native one alike. The seeds are
+    chosen so that a file above minFileSize is planned for its deletion vector."""
+    import datetime as dt
+
+    from compactor.formats.delta import FORMAT
+    from compactor.models.table import TableLocation
+    from compactor.planning.actions import RewriteAction
+    from compactor.policy.model import Compaction, TablePolicy, Triggers
+    from compactor.project.model import Target
+    from compactor.tasks.plan import build_plan
+
+    spec, deletes, max_fs, min_fs, ratio = _random_dv_table(seed)
+    t = st.sized_files(delta_spark, tmp_path / "t", spec, properties={"delta.enableDeletionVectors": "true"})
+    cond = " OR ".join(f"(id DIV 1000000 = {fid} AND id % {m} = 0)" for fid, m in deletes.items())
+    delta_spark.sql(f"DELETE FROM delta.`{t.path}` WHERE {cond}")
+    adds = st.live_adds(t.path)
+    by_path = {unquote(a["path"]): a for a in adds}
+    plans = {}
+    for engine, method in (("local", "rewrite"), ("spark", "optimize")):
+        policy = TablePolicy(name="t", path=t.path, compaction=Compaction(
+            target_file_size=max_fs, min_file_size=min_fs, method=method,
+            triggers=Triggers(min_input_files=2, max_deleted_rows_ratio=ratio)))
+        state = FORMAT.read_state(TableLocation(t.path), policy)
+        (table,) = build_plan([policy], {"t": state}, now=dt.datetime.now(dt.UTC), target=Target(engine=engine),
+                              project_name="tests").tables
+        assert not any(s.reason == "unsupported" for s in table.skipped), table.skipped
+        plans[engine] = [a for a in table.actions if isinstance(a, RewriteAction)]
+    actions = plans["local"]
+    planned = {_dv_key(by_path[p]) for a in actions for p in a.input_paths}
+    assert planned == {_dv_key(by_path[p]) for a in plans["spark"] for p in a.input_paths}
+    assert any(by_path[p].get("deletionVector") and by_path[p]["size"] >= min_fs
+               for a in actions for p in a.input_paths), (spec, deletes, max_fs, min_fs, ratio)
+
+    metrics, added, removed = _optimize(delta_spark, t.path, None, {MIN_FILE_SIZE: str(min_fs), MAX_FILE_SIZE: str(max_fs),
+                                                                    MAX_DELETED_ROWS_RATIO: str(ratio)})
+    assert {_dv_key(r) for r in removed} == planned, (spec, deletes, max_fs, min_fs, ratio)
+    assert len(added) == sum(a.expected_output_files for a in actions)

@@ -140,6 +140,10 @@ class DeltaFormat:
         r = policy.retention if policy is not None and policy.enabled else None
         if r is not None and r.vacuum.enabled:
             facts = replace(facts, vacuum_candidates=vacuum_candidates(table, vacuum_retention_hours(r)))
+        if planning and policy is not None and policy.compaction.purge.enabled and facts.deleted_rows:
+            from compactor.formats.delta.read.extra_columns import beside_deletion_vectors
+
+            facts = replace(facts, extra_columns=beside_deletion_vectors(table, state))
         if planning:  # (apply runs the planned repair)
             facts = replace(facts, duplicates=early[1] if early is not None and early[0] == state.version
                             else duplicate_facts(table, state.version))

@@ -6,8 +6,10 @@ Right before committing, the commits since the read version are read (only those
 if any of them removed a file this swap removes, the swap is stale and nothing is committed. The commit
 carries compactor's metadata (run id, action marker), by which it is found again afterwards.
 
-Paths given here are logical (decoded): the log writer encodes them as delta-rs' create_write_transaction
-does (log_writer.log_path), so a remove names its add exactly.
+Paths given here are logical (decoded): the log writer encodes new files' paths as delta-rs'
+create_write_transaction does (log_writer.log_path), and spells each remove as the log spelled its add (the
+input's ``spelled``, where that differs: a remove names its add exactly). Every comparison of paths (the
+re-checks, the overlap guard, the journal) is of logical paths.
 Partition values are strings in the Delta protocol's serialisation (formats/delta/read/state.py).
 """
 
@@ -47,7 +49,8 @@ class RemovedFile:
     """A file the swap removes (``num_records``: its rows as the log states them, None when unknown;
     ``deletion_vector``: its deletion vector descriptor exactly as its add carries it, which its remove
     must carry too, or the remove matches nothing; ``tags`` and ``stats``: its add's, which delta-spark copies
-    into a remove, where the log's replay read them)."""
+    into a remove, where the log's replay read them; ``spelled``: its path exactly as its add spells it, where
+    delta-rs' encoding of ``path`` would spell it otherwise, read from the log's replay)."""
 
     path: str
     size: int
@@ -56,6 +59,7 @@ class RemovedFile:
     deletion_vector: DescriptorJson | None = None
     tags: Mapping[str, str] | None = None
     stats: str | None = None
+    spelled: str | None = None
 
 
 def commit_properties(commit_metadata: Mapping[str, str]) -> Any:
@@ -134,18 +138,30 @@ def find_commit(table: TableLocation, after_version: int, marker: str, timeout_s
         time.sleep(0.05)
 
 
+def refuse_delta_rs_unwritable(table: Any) -> None:
+    """Where delta-rs commits (log_writer's fallback), a table with a writer feature it cannot write (in-commit
+    timestamps, domains, ...) is refused before anything is committed: its commit would leave them out."""
+    from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+
+    bad = sorted(set(table.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
+    if bad:
+        raise UnsupportedTableError(f"writer feature(s) {', '.join(bad)} cannot be written by delta-rs, which commits "
+                                    "to this store (a locking provider guards it); nothing was committed",
+                                    hint="compact it with the spark engine's native OPTIMIZE")
+
+
 def commit_swap(table: Any, where: TableLocation, *, read_version: int,
                 removed: Sequence[RemovedFile], added: Sequence[NewFile], commit_metadata: Mapping[str, str],
                 fence: Callable[[], None] | None = None, partitions: Sequence[Mapping[str, str | None]] = (),
-                z_order_by: Sequence[str] = ()) -> Commit:
+                z_order_by: Sequence[str] = (), purge: bool = False) -> Commit:
     """One dataChange=false commit: add ``added``, remove ``removed``, recorded as an OPTIMIZE of
-    ``partitions`` (formats/delta/apply/log_writer.py). ``table`` is a DeltaTable handle of the table (at
+    ``partitions`` (``purge``: a REORG ... APPLY (PURGE) of them) (formats/delta/apply/log_writer.py). ``table`` is a DeltaTable handle of the table (at
     ``read_version`` or later), ``where`` its location. Right before it, in this order (docs/safety.md): no
     input removed since ``read_version``, no metaData or protocol change since, every added file on storage,
     the lease still held (``fence``). Returns the commit as written."""
     from deltalake.transaction import AddAction, RemoveAction
 
-    from compactor.formats.delta.apply.log_writer import add_action, optimize, remove_action, write_commit
+    from compactor.formats.delta.apply.log_writer import add_action, optimize, remove_action, reorg_purge, write_commit
 
     gone = removed_since(where, read_version, [r.path for r in removed])
     if gone:
@@ -163,11 +179,18 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
     now = int(time.time() * 1000)
 
     def through_delta_rs() -> None:
+        refuse_delta_rs_unwritable(table)
         carried = [r.path for r in removed if r.deletion_vector]
         if carried:  # delta-rs' RemoveAction has no deletionVector: its remove would match nothing
             raise UnsupportedTableError(f"{len(carried)} input file(s) carry deletion vectors (e.g. {carried[0]}), "
                                         "which only compactor's own commit writer can remove, and it cannot write "
                                         "this table's commits; nothing was committed")
+        raw = [r.path for r in removed if r.spelled]
+        if raw:  # delta-rs encodes the path it is given: its remove would not match the add's spelling
+            raise UnsupportedTableError(f"{len(raw)} input file(s) have a log path delta-rs cannot write back (e.g. "
+                                        f"{raw[0]}, written raw), and compactor cannot write this table's commits "
+                                        "itself (a locking store); nothing was committed",
+                                        hint="compact them with the spark engine's native OPTIMIZE")
         actions: list[Any] = [AddAction(f.path, f.size, dict(f.partition_values), now, False, f.stats) for f in added]
         actions += [RemoveAction(r.path, False, now, r.size, dict(r.partition_values)) for r in removed]
         table.create_write_transaction(actions, mode="append", schema=table.schema(),
@@ -176,8 +199,10 @@ def commit_swap(table: Any, where: TableLocation, *, read_version: int,
 
     write_commit(table, where, read_version,
                  [*(remove_action(r.path, r.size, r.partition_values, now, r.deletion_vector, tags=r.tags,
-                                  stats=r.stats) for r in removed),
+                                  stats=r.stats, spelled=r.spelled) for r in removed),
                   *(add_action(f.path, f.size, f.partition_values, f.stats, now) for f in added)],
+                 reorg_purge(partitions, [r.size for r in removed], [f.size for f in added],
+                             deletion_vectors=sum(1 for r in removed if r.deletion_vector)) if purge else
                  optimize(partitions, [r.size for r in removed], [f.size for f in added], z_order_by=z_order_by,
                           deletion_vectors=sum(1 for r in removed if r.deletion_vector)),
                  commit_metadata, fallback=through_delta_rs)
@@ -226,7 +251,8 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     table.update_incremental()
 
     def through_delta_rs() -> None:
-        if any(r.deletion_vector for r in removed):  # delta-rs' AddAction cannot carry it: rows would come back
+        refuse_delta_rs_unwritable(table)
+        if any(r.deletion_vector or r.spelled for r in removed):  # delta-rs' AddAction cannot carry them
             raise ApplyError(f"compactor's commit {own.version} cannot be reverted: its inputs carry deletion vectors "
                              "and delta-rs writes this table's commits", hint="restore the table to the version "
                              "before it (RESTORE)")
@@ -237,8 +263,9 @@ def revert_swap(table: Any, where: TableLocation, own: Commit, read_version: int
     from compactor.formats.delta.apply.log_writer import add_action, remove_action, repair, write_commit
 
     vectors = {r.path: r.deletion_vector for r in removed}
-    restore = [add_action(a.path, a.size, a.partition_values, a.stats, now, vectors.get(a.path)) for a in actions
-               if isinstance(a, AddAction)]
+    spellings = {r.path: r.spelled for r in removed}
+    restore = [add_action(a.path, a.size, a.partition_values, a.stats, now, vectors.get(a.path),
+                          spelled=spellings.get(a.path)) for a in actions if isinstance(a, AddAction)]
     write_commit(table, where, table.version(),
                  [*(remove_action(f.path, f.size, f.partition_values, now) for f in added), *restore],
                  repair([f.size for f in added], [r.size for r in removed], versions=[own.version], reverts=True),

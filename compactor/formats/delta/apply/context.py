@@ -20,6 +20,7 @@ from compactor.formats.base import ActionContext
 from compactor.formats.delta.apply.commit import (
     RemovedFile,
 )
+from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.plan.support import (
     DELTA_RS_UNWRITABLE,
@@ -91,16 +92,17 @@ def planned_inputs(state: TableState, action: Action, session: DeltaSession | No
 def refuse_unrewritable(ctx: ActionContext, inputs: Mapping[str, RemovedFile], engine: RewriteEngine) -> None:
     """Never rewrite a file with a deletion vector on an engine whose rewrite of them is not proved
     (support.REWRITES_DELETION_VECTORS; a plain read brings deleted rows back, and a remove without the
-    DV's id matches nothing) or one whose log path delta-rs cannot write back."""
+    DV's id matches nothing), nor one whose log path delta-rs cannot write back where delta-rs commits."""
     dv = delta_facts(ctx.state).with_deletion_vector & set(inputs)
     if dv and engine.name not in REWRITES_DELETION_VECTORS:
         raise UnsupportedTableError(f"{ctx.table.name}: {len(dv)} planned file(s) carry deletion vectors "
                                     f"(deletionVectors), e.g. {sorted(dv)[0]}; compactor's rewrite cannot copy them",
                                     hint="compact them with the spark engine's native OPTIMIZE")
     raw = delta_facts(ctx.state).unremovable_paths & set(inputs)
-    if raw:
+    if raw and not writes_directly(handle(ctx), ctx.location):
         raise UnsupportedTableError(f"{ctx.table.name}: {len(raw)} planned file(s) have a log path delta-rs cannot "
-                                    f"write back (e.g. {sorted(raw)[0]})",
+                                    f"write back (e.g. {sorted(raw)[0]}), and compactor cannot write this table's "
+                                    "commits itself (a locking store)",
                                     hint="compact them with the spark engine's native OPTIMIZE")
 
 
@@ -139,7 +141,8 @@ def only_native_can(action: RewriteAction, state: TableState) -> bool:
     if isinstance(action, ZOrderAction) or unsupported_reason(state, "spark") or maps_columns(state):
         return True  # (the spark engine's rewrite compacts column-mapped tables; auto leaves them to OPTIMIZE)
     facts = delta_facts(state)
-    return bool((facts.with_deletion_vector | facts.unremovable_paths).intersection(action.input_paths))
+    raw = frozenset() if facts.compactor_commits else facts.unremovable_paths
+    return bool((facts.with_deletion_vector | raw).intersection(action.input_paths))
 
 
 def uses_native(action: RewriteAction, engine: RewriteEngine, uri: str = "", state: TableState | None = None) -> bool:
@@ -182,6 +185,6 @@ def group_key(action: Action, state: TableState, engine: RewriteEngine, uri: str
     if isinstance(action, ZOrderAction) or unsupported_reason(state, engine.name):
         return None
     facts = delta_facts(state)
-    blocked = facts.unremovable_paths if engine.name in REWRITES_DELETION_VECTORS else \
-        facts.with_deletion_vector | facts.unremovable_paths
+    raw = frozenset() if facts.compactor_commits else facts.unremovable_paths
+    blocked = raw if engine.name in REWRITES_DELETION_VECTORS else facts.with_deletion_vector | raw
     return None if blocked and blocked.intersection(action.input_paths) else REWRITE_GROUP

@@ -38,7 +38,7 @@ from compactor.formats.delta.read.log import read_commit
 from compactor.formats.delta.read.log_replay import Replay, replay
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
-from compactor.planning.actions import RewriteAction
+from compactor.planning.actions import Action
 from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class GroupInputs:
     refused: dict[int, CompactorError]
 
 
-def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: RewriteEngine) -> GroupInputs:
+def group_inputs(ctx: ActionContext, actions: Sequence[Action], engine: RewriteEngine) -> GroupInputs:
     """The group's inputs (GroupInputs); refuses what compactor's rewrite cannot do
     (context.refuse_unrewritable)."""
 
@@ -167,6 +167,9 @@ def group_inputs(ctx: ActionContext, actions: Sequence[RewriteAction], engine: R
     inputs = [planned_inputs(ctx.state, a, session) for a in actions]
     for i in inputs:
         refuse_unrewritable(ctx, i, engine)
+    if delta_facts(ctx.state).unremovable_paths.intersection(p for i in inputs for p in i):
+        spellings = session.replayed().spellings  # each remove spelled as the log spelled its add
+        inputs = [{p: replace(f, spelled=spellings.get(p)) for p, f in i.items()} for i in inputs]
     every = [f for i in inputs for f in i.values()]
     if not delta_facts(ctx.state).deletion_vectors_enabled:
         return GroupInputs(inputs, {}, {})

@@ -1,6 +1,7 @@
 """compactor's Delta commits, written to the log as delta-spark writes its own: a rewrite is an ``OPTIMIZE``
 with delta-spark's operationParameters (predicate, zOrderBy, clusterBy, auto) and operationMetrics
-(numRemovedFiles, numAddedFiles, numRemovedBytes, numAddedBytes, the file-size percentiles), a repair a
+(numRemovedFiles, numAddedFiles, numRemovedBytes, numAddedBytes, the file-size percentiles), a purge a
+``REORG`` (predicate, applyPurge) with the same metrics, a repair a
 ``COMPACTOR REPAIR``, a VACUUM compactor deletes itself a ``VACUUM START`` and a ``VACUUM END``; each carries
 compactor's run id and action marker (top-level keys, and ``userMetadata``: the field `DESCRIBE HISTORY`
 shows). delta-rs' ``create_write_transaction`` records every commit as ``WRITE``/``Append`` and refuses
@@ -13,9 +14,13 @@ table's metadata or protocol, the commit is stale (nothing written); otherwise t
 (delta-rs' conflict check for a dataChange=false swap). After the commit, a checkpoint is written where
 delta-rs' post-commit hook writes one (every ``delta.checkpointInterval`` versions, 100 by default).
 
+The table features this writer honours, and how, are plan/support.py's COMPACTOR_WRITES: a remove is spelled
+exactly as the log spelled its add (``remove_action``'s ``spelled``); with in-commit timestamps enabled the
+commitInfo, always the first action, carries an ``inCommitTimestamp`` past the previous commit's.
+
 Where compactor cannot write the commit itself, delta-rs does, as before (``fallback``): a table whose
-protocol names a writer feature this writer does not know, and a store the target reaches through a
-locking provider (S3 with DynamoDB), which compactor's put-if-absent would bypass."""
+protocol names a feature this writer does not honour (the plan leaves those alone), and a store the target
+reaches through a locking provider (S3 with DynamoDB), which compactor's put-if-absent would bypass."""
 
 from __future__ import annotations
 
@@ -31,26 +36,16 @@ from urllib.parse import quote, unquote
 
 from compactor import __version__
 from compactor.errors import StalePlanError
+from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE, compactor_commits
 from compactor.formats.delta.read.deletion_vectors import DescriptorJson
+from compactor.formats.delta.read.facts import DeltaProtocol
 from compactor.formats.delta.read.log import read_commit
-from compactor.formats.delta.read.state import DELTA_RS_SAFE
+from compactor.formats.delta.read.log_paths import DELTA_RS_SAFE
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import storage_for
 
 log = logging.getLogger(__name__)
 
-#: writer features a dataChange=false swap satisfies as it is: it adds whole files holding the rows its
-#: inputs hold less those their deletion vectors delete, removes each input with its deletion vector
-#: descriptor (deletionVectors: a remove carrying it), writes no change data, no new deletion vector, no
-#: row id, no domain metadata, no in-commit timestamp. A table naming any other feature is committed by
-#: delta-rs, which cannot remove a file with a deletion vector (commit.py refuses those).
-KNOWN_WRITER_FEATURES = frozenset({
-    "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "timestampNtz",
-    "deletionVectors", "vacuumProtocolCheck", "allowColumnDefaults", "v2Checkpoint", "columnMapping",
-    "identityColumns",
-})
-#: storage options of a store written through a lock (delta-rs' DynamoDB locking on S3)
-_LOCKING = ("AWS_S3_LOCKING_PROVIDER", "aws_s3_locking_provider", "DELTA_DYNAMO_TABLE_NAME", "delta_dynamo_table_name")
 #: delta-rs' post-commit hook writes a checkpoint every this many versions unless the table says otherwise
 DEFAULT_CHECKPOINT_INTERVAL = 100
 
@@ -105,6 +100,14 @@ def optimize(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[i
                      file_size_metrics(removed, added, deletion_vectors))
 
 
+def reorg_purge(partitions: Iterable[Mapping[str, str | None]], removed: Sequence[int], added: Sequence[int], *,
+                deletion_vectors: int = 0) -> Operation:
+    """A ``REORG TABLE ... APPLY (PURGE)`` as delta-spark records one (DeltaOperations.Reorg: the predicate,
+    ``applyPurge``, OPTIMIZE's metrics): compactor's purge of these partitions on the local engine."""
+    return Operation("REORG", {"predicate": json.dumps(partition_predicate(partitions)), "applyPurge": True},
+                     file_size_metrics(removed, added, deletion_vectors))
+
+
 def repair(removed: Sequence[int], added: Sequence[int], *, versions: Sequence[int], reverts: bool = False,
            extra_rows: int | None = None) -> Operation:
     """compactor's repair of rows live twice (delta-spark has no such operation): the versions it answers
@@ -134,12 +137,16 @@ def vacuum_end(deleted: int, directories: int) -> Operation:
 
 
 def commit_info(op: Operation, read_version: int, metadata: Mapping[str, str], *,
-                at_ms: int | None = None) -> dict[str, Any]:
+                at_ms: int | None = None, in_commit_timestamp: int | None = None) -> dict[str, Any]:
     """The commitInfo action: delta-spark's fields, then compactor's metadata as top-level keys (compactor's
     log reader finds its commits by them) and as ``userMetadata`` (the one field `DESCRIBE HISTORY`
-    shows)."""
-    info: dict[str, Any] = {
-        "timestamp": at_ms if at_ms is not None else int(time.time() * 1000), "operation": op.name, "operationParameters": dict(op.parameters),
+    shows). ``in_commit_timestamp``: the commit's time on a table with in-commit timestamps enabled, its
+    first field, and its ``timestamp`` too (as delta-spark writes both)."""
+    stamp = in_commit_timestamp if in_commit_timestamp is not None else \
+        at_ms if at_ms is not None else int(time.time() * 1000)
+    info: dict[str, Any] = {} if in_commit_timestamp is None else {"inCommitTimestamp": in_commit_timestamp}
+    info |= {
+        "timestamp": stamp, "operation": op.name, "operationParameters": dict(op.parameters),
         "readVersion": read_version, "isolationLevel": "SnapshotIsolation", "isBlindAppend": op.blind_append,
         "operationMetrics": {k: str(v) for k, v in op.metrics.items()}, "engineInfo": f"compactor/{__version__}",
         "txnId": str(uuid.uuid4()),
@@ -152,16 +159,15 @@ def commit_info(op: Operation, read_version: int, metadata: Mapping[str, str], *
 
 
 def log_path(logical: str) -> str:
-    """A file's path as the log spells it: URL-encoded as delta-rs encodes it (state.DELTA_RS_SAFE), which
-    is how the state's removable paths were read (a remove names its add exactly)."""
+    """A new file's path as the log spells it: URL-encoded as delta-rs encodes it (log_paths.DELTA_RS_SAFE)."""
     return quote(logical, safe=DELTA_RS_SAFE)
 
 
 def add_action(path: str, size: int, partition_values: Mapping[str, str | None], stats: str,
-               now_ms: int, deletion_vector: DescriptorJson | None = None) -> dict[str, Any]:
+               now_ms: int, deletion_vector: DescriptorJson | None = None, *, spelled: str | None = None) -> dict[str, Any]:
     """An add; ``deletion_vector``: a file re-added as it was (a revert) keeps its descriptor, or the rows
-    it deleted would be live again."""
-    add = {"path": log_path(path), "partitionValues": dict(partition_values), "size": int(size),
+    it deleted would be live again; ``spelled``: its path as the log spelled it before (a revert)."""
+    add = {"path": spelled or log_path(path), "partitionValues": dict(partition_values), "size": int(size),
            "modificationTime": now_ms, "dataChange": False, "stats": stats}
     if deletion_vector:
         add["deletionVector"] = dict(deletion_vector)
@@ -170,11 +176,13 @@ def add_action(path: str, size: int, partition_values: Mapping[str, str | None],
 
 def remove_action(path: str, size: int, partition_values: Mapping[str, str | None], now_ms: int,
                   deletion_vector: DescriptorJson | None = None, *, tags: Mapping[str, str] | None = None,
-                  stats: str | None = None) -> dict[str, Any]:
+                  stats: str | None = None, spelled: str | None = None) -> dict[str, Any]:
     """A remove as delta-spark writes one (AddFile.removeWithTimestamp): the file's path, partition values,
     size, tags, deletion vector descriptor and statistics as its add has them (a reader keys a file by its
-    path and its vector's unique id: a remove without the descriptor retires nothing)."""
-    remove: dict[str, Any] = {"path": log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
+    path and its vector's unique id: a remove without the descriptor retires nothing). ``spelled``: the path
+    exactly as the log spelled the add, where delta-rs' encoding of the logical ``path`` would spell it
+    otherwise (Spark writes non-ASCII characters raw; delta-spark compares paths as written)."""
+    remove: dict[str, Any] = {"path": spelled or log_path(path), "deletionTimestamp": now_ms, "dataChange": False,
                               "extendedFileMetadata": True, "partitionValues": dict(partition_values),
                               "size": int(size)}
     if tags:
@@ -188,11 +196,25 @@ def remove_action(path: str, size: int, partition_values: Mapping[str, str | Non
 
 def writes_directly(dt: Any, where: TableLocation) -> bool:
     """Whether compactor writes this table's commits itself (else delta-rs does, recording WRITE)."""
-    if any(where.storage_options.get(k) for k in _LOCKING):
-        return False
     proto = dt.protocol()
-    features = set(proto.writer_features or ())
-    return proto.min_writer_version <= 7 and features <= KNOWN_WRITER_FEATURES
+    return compactor_commits(DeltaProtocol(proto.min_reader_version, proto.min_writer_version,
+                                           tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
+                             where.storage_options)
+
+
+def in_commit_timestamp(dt: Any, where: TableLocation, version: int) -> int | None:
+    """The ``inCommitTimestamp`` a commit at ``version`` must carry (PROTOCOL.md, In-Commit Timestamps: the
+    later of now and one millisecond after the previous commit's), None where the table has them off."""
+    config = dict(dt.metadata().configuration or {})
+    if str(config.get("delta.enableInCommitTimestamps", "false")).lower() != "true":
+        return None
+    now = int(time.time() * 1000)
+    previous = read_commit(where, version - 1) if version > 0 else None
+    before = previous.info.get("inCommitTimestamp") if previous is not None else None
+    if not isinstance(before, int) and version > 0:
+        raise StalePlanError(f"{where.uri}: in-commit timestamps are on, but version {version - 1} carries none "
+                             "(or is gone); nothing was committed", hint="re-plan")
+    return max(now, (before if isinstance(before, int) else 0) + 1)
 
 
 def write_commit(dt: Any, where: TableLocation, read_version: int, actions: Sequence[Mapping[str, Any]],
@@ -208,7 +230,8 @@ def write_commit(dt: Any, where: TableLocation, read_version: int, actions: Sequ
     store = storage_for(where.uri, where.storage_options)
     version = read_version + 1
     while True:
-        lines = [{"commitInfo": commit_info(op, read_version, metadata)}, *actions]
+        info = commit_info(op, read_version, metadata, in_commit_timestamp=in_commit_timestamp(dt, where, version))
+        lines = [{"commitInfo": info}, *actions]
         data = ("\n".join(json.dumps(a, separators=(",", ":")) for a in lines) + "\n").encode()
         if store.create_exclusive(f"_delta_log/{version:020d}.json", data):
             break
@@ -237,6 +260,12 @@ def _post_commit(dt: Any, where: TableLocation, version: int) -> None:
         interval = DEFAULT_CHECKPOINT_INTERVAL
     if interval <= 0 or version % interval:
         return
+    proto = dt.protocol()
+    unknown = set(proto.writer_features or ()) & DELTA_RS_UNWRITABLE
+    if unknown:  # delta-rs' checkpoint of a feature it does not know could drop its actions (domains)
+        log.info("%s: no checkpoint written at version %d: delta-rs does not know writer feature(s) %s", where.uri,
+                 version, ", ".join(sorted(unknown)))
+        return
     try:
         dt.create_checkpoint()
         if str(config.get("delta.enableExpiredLogCleanup", "true")).lower() != "false":
@@ -256,8 +285,9 @@ def empty_commit(dt: Any, where: TableLocation, op: Operation, metadata: Mapping
     store = storage_for(where.uri, where.storage_options)
     version: int = dt.version() + 1
     while True:
-        data = json.dumps({"commitInfo": commit_info(op, version - 1, metadata, at_ms=at_ms)},
-                          separators=(",", ":")) + "\n"
+        info = commit_info(op, version - 1, metadata, at_ms=at_ms,
+                           in_commit_timestamp=in_commit_timestamp(dt, where, version))
+        data = json.dumps({"commitInfo": info}, separators=(",", ":")) + "\n"
         if store.create_exclusive(f"_delta_log/{version:020d}.json", data.encode()):
             dt.update_incremental()
             _post_commit(dt, where, version)

@@ -1,6 +1,8 @@
 """compactor's own rewrite of a commit group (both engines): journal, one output per bin, footer
 verification, the pre-commit checks and one dataChange=false commit (formats/delta/apply/commit.py), the overlap
-guard after it (formats/delta/apply/guard.py). The next group's bins are rewritten while this one commits."""
+guard after it (formats/delta/apply/guard.py). The next group's bins are rewritten while this one commits.
+A purge (plan/purge_action.py) on the local engine is such a group of one: its bins rewritten the same way,
+each input's dropped rows checked against its planned cardinality first, the commit recorded as a REORG."""
 
 
 from __future__ import annotations
@@ -47,12 +49,13 @@ from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.apply.session import DeltaSession, session_of
 from compactor.formats.delta.apply.settle import check_commit, discard_uncommitted
 from compactor.formats.delta.apply.stats import delta_stats
+from compactor.formats.delta.plan.purge_action import PurgeAction
 from compactor.formats.delta.read.log import Commit
 from compactor.formats.delta.read.references import references
 from compactor.models.results import ActionDetails, CommitReverted
 from compactor.models.table import TableLocation
 from compactor.planning.actions import (
-    RewriteAction,
+    Action,
     SortAction,
 )
 from compactor.runtime.deletion import delete_proved
@@ -69,7 +72,7 @@ log = logging.getLogger(__name__)
 CHANGE_DATA_COLUMNS = (IgnoredColumn("_change_type"), IgnoredColumn("__is_cdc", False))
 
 
-def _jobs(uri: str, action: RewriteAction, drops: Mapping[str, frozenset[int]],
+def _jobs(uri: str, action: Action, drops: Mapping[str, frozenset[int]],
           names: Mapping[str, str]) -> tuple[list[BinJob], list[str], list[str]]:
     """One job per bin; ``drops``: the rows each input's deletion vector deletes (apply/deletes.py);
     ``names``: each column's name in data files (context.column_names)."""
@@ -102,7 +105,7 @@ def verify_footers(bins: Sequence[Sequence[str]], written: Sequence[WrittenFile]
 class _Prepared:
     """A commit group's bins, rewritten (or being rewritten in the background) and not yet committed."""
 
-    actions: tuple[RewriteAction, ...]
+    actions: tuple[Action, ...]
     outputs: list[str]
     staging: list[str]
     journal: ActionJournal
@@ -117,7 +120,7 @@ class _Prepared:
         return out
 
 
-def _prepare(actions: Sequence[RewriteAction], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
+def _prepare(actions: Sequence[Action], inputs: Sequence[Mapping[str, RemovedFile]], ctx: ActionContext,
              engine: RewriteEngine, schema: pa.Schema, key: str, *, background: bool,
              drops: Mapping[str, frozenset[int]], names: Mapping[str, str]) -> _Prepared:
     """Journal the group's outputs, then rewrite all its bins at once (the engine runs up to
@@ -199,7 +202,7 @@ class PendingGroup:
              StalePlanError("prepared group did not run"))
 
 
-def _take_prepared(ctx: ActionContext, actions: Sequence[RewriteAction]) -> _Prepared | None:
+def _take_prepared(ctx: ActionContext, actions: Sequence[Action]) -> _Prepared | None:
     pending = session_of(ctx).take_pending()
     if pending is None:
         return None
@@ -217,18 +220,18 @@ def _prepare_next(ctx: ActionContext, engine: RewriteEngine, schema: pa.Schema, 
             not all(group_key(a, ctx.state, engine, ctx.table.path) == REWRITE_GROUP for a in nxt):
         return
     try:
-        group = group_inputs(ctx, nxt, engine)  # type: ignore[arg-type]
+        group = group_inputs(ctx, nxt, engine)
     except CompactorError:
         return  # its own run reports it
     if group.refused:
         return  # its own run reports them
     key = ctx.commit_metadata[MARKER] + ":next"
-    prepared = _prepare(nxt, group.files, ctx, engine, schema, key, background=True,  # type: ignore[arg-type]
+    prepared = _prepare(nxt, group.files, ctx, engine, schema, key, background=True,
                         drops=group.drops, names=names)
     session.pending = PendingGroup(prepared, ctx.location, int(ctx.state.version or 0))
 
 
-def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
+def rewrite_group(rewrites: Sequence[Action], ctx: ActionContext,
                    engine: RewriteEngine) -> list[ActionOutcome | CompactorError]:
     """The rewrite pipeline for one commit group (run_group)."""
     state, where = ctx.state, ctx.location
@@ -240,6 +243,11 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         done = iter(rewrite_group(rest, ctx, engine) if rest else [])
         return [group.refused[k] if k in group.refused else next(done) for k in range(len(rewrites))]
     inputs, drops = group.files, group.drops
+    purges = [a for a in rewrites if isinstance(a, PurgeAction)]
+    if purges and len(purges) != len(rewrites):
+        raise ApplyError("a purge shares no commit with a compaction")
+    for p in purges:  # before anything is written: the rows dropped are those planned
+        p.check_dropped({f: len(drops.get(f, ())) for f in p.input_paths})
     try:  # nothing is written with an old or a new schema (bins prepared in the background are discarded)
         refuse_if_table_changed(where, read_version)
     except StalePlanError:
@@ -275,7 +283,8 @@ def rewrite_group(rewrites: Sequence[RewriteAction], ctx: ActionContext,
         own = commit_swap(dt, where, read_version=read_version, removed=[r for f in keep for r in f[0]],
                           added=[n for f in keep for n in f[1]], commit_metadata=ctx.commit_metadata,
                           fence=ctx.fence,
-                          partitions=[dict(a.partition) for k, a in enumerate(rewrites) if k not in stale])
+                          partitions=[dict(a.partition) for k, a in enumerate(rewrites) if k not in stale],
+                          purge=bool(purges))
     except _GroupNotCommitted as e:
         _end(prepared, where, read_version, marker, e)
         return list(e.members)
@@ -308,7 +317,7 @@ class _GroupNotCommitted(Exception):
         self.members = members
 
 
-def _verify_members(actions: Sequence[RewriteAction], prepared: _Prepared,
+def _verify_members(actions: Sequence[Action], prepared: _Prepared,
                     written: Sequence[WrittenFile]) -> list[CompactorError]:
     """Footer verification of every member. When one fails, nothing of the group may commit: the failing
     members get their VerificationError, the others an error saying why they were not committed."""

@@ -30,6 +30,7 @@ from compactor.formats.delta.plan.retention import (
 from compactor.formats.delta.plan.support import (
     REWRITES_DELETION_VECTORS,
     native_possible,
+    purge_droppable,
     purge_possible,
     unsupported_reason,
 )
@@ -89,7 +90,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     facts = delta_facts(state)
     purges, sk = plan_purge(policy, files, state.partition_columns, state.version, deleted=facts.deleted_rows,
                             vectors=facts.deletion_vectors, where=where, engine_can_purge=purge_possible(engine),
-                            today=now.date())
+                            today=now.date(), extra_columns=facts.extra_columns, droppable=purge_droppable(engine))
     actions += purges
     skips += sk
     purged = [p for a in purges for p in a.input_paths]
@@ -187,7 +188,8 @@ def _rewrite_eligibility(state: TableState, engine: str) -> tuple[pa.Array | Non
     """Files compactor's own rewrite on ``engine`` must leave alone, as a mask, with one skip per partition
     holding some:
     - files whose log path delta-rs cannot write back in the same form (Spark writes non-ASCII partition
-      values raw; delta-rs encodes them): a remove would match nothing and duplicate their rows;
+      values raw; delta-rs encodes them), where delta-rs commits: a remove would match nothing and duplicate
+      their rows (compactor's own commit spells each remove as the log spelled its add);
     - files with a deletion vector, on an engine whose rewrite of them is not proved
       (support.REWRITES_DELETION_VECTORS; the local engine's drops the deleted rows and its remove carries
       the descriptor: formats/delta/apply/deletes.py).
@@ -195,7 +197,7 @@ def _rewrite_eligibility(state: TableState, engine: str) -> tuple[pa.Array | Non
     paths = state.files.column("path")
     reasons = []
     unremovable = delta_facts(state).unremovable_paths
-    if unremovable:
+    if unremovable and not delta_facts(state).compactor_commits:
         reasons.append((pc.is_in(paths, value_set=pa.array(sorted(unremovable), pa.string())),
                         "whose log path delta-rs cannot reproduce (written raw, e.g. non-ASCII characters)"))
     deleted = delta_facts(state).with_deletion_vector

@@ -4,7 +4,9 @@
 A partition is purged when the rows its files' deletion vectors delete are more than ``min_deleted_rows`` or
 more than ``min_deleted_ratio`` of its rows, whatever the files' sizes. The action lists exactly the files
 with a deletion vector in the partition (what delta-spark's ``REORG TABLE ... WHERE <partition> APPLY (PURGE)``
-rewrites: DeltaPurgeOperation.filterFilesToReorg), packed as REORG packs them (ascending size, greedily up to
+rewrites: DeltaPurgeOperation.filterFilesToReorg), and its files holding a column the table lacks (REORG
+rewrites those too: read/extra_columns.py; where the engine's rewrite cannot leave such a column out, the
+partition is skipped), packed as REORG packs them (ascending size, greedily up to
 ``target_file_size``, which apply sets as ``spark.databricks.delta.optimize.maxFileSize``; a bin of one file
 is kept: OptimizeTableCommand.groupFilesIntoBins keeps single-file bins for a reorg), each with its
 deletion vector's id and cardinality as the log describes it. Its precondition is the table version and the
@@ -47,6 +49,11 @@ class PartitionDeletes:
     bytes: int
     #: size x deleted / rows, summed over its files with a deletion vector (a file without a row count: all of it)
     dead_bytes: int
+    #: its files without a deletion vector that hold columns the table lacks (REORG rewrites them too), with
+    #: their sizes and those columns
+    extra_paths: tuple[str, ...] = ()
+    extra_sizes: tuple[int, ...] = ()
+    extra_columns: tuple[tuple[str, ...], ...] = ()
 
     @property
     def deleted_rows(self) -> int:
@@ -73,10 +80,11 @@ class PartitionDeletes:
                 "dead_bytes_ratio": round(self.dead_bytes / self.bytes, 4) if self.bytes else 0.0}
 
 
-def partition_deletes(files: pa.Table, partition_columns: Sequence[str],
-                      deleted: Mapping[str, int]) -> list[PartitionDeletes]:
+def partition_deletes(files: pa.Table, partition_columns: Sequence[str], deleted: Mapping[str, int],
+                      extra: Mapping[str, tuple[str, ...]] | None = None) -> list[PartitionDeletes]:
     """Every partition holding a file with a deletion vector (``deleted``: path -> rows it deletes), in
-    partition key order."""
+    partition key order; ``extra``: files holding columns the table lacks, with those columns."""
+    extra = extra or {}
     keys = partition_key_column(files, partition_columns).to_pylist()
     paths = files.column("path").to_pylist()
     sizes = files.column("size_bytes").to_pylist()
@@ -93,26 +101,33 @@ def partition_deletes(files: pa.Table, partition_columns: Sequence[str],
             continue
         counts = [records[i] for i in idx]
         dead = sum(sizes[i] if not records[i] else sizes[i] * deleted[paths[i]] // records[i] for i in dv)
+        more = sorted((i for i in idx if not deleted.get(paths[i]) and paths[i] in extra), key=lambda i: sizes[i])
         out.append(PartitionDeletes(
             partition={c: col[idx[0]] for c, col in zip(partition_columns, parts)},
             paths=tuple(paths[i] for i in dv), sizes=tuple(sizes[i] for i in dv),
             cardinalities=tuple(deleted[paths[i]] for i in dv),
-            rows=None if None in counts else sum(counts), bytes=sum(sizes[i] for i in idx), dead_bytes=dead))
+            rows=None if None in counts else sum(counts), bytes=sum(sizes[i] for i in idx), dead_bytes=dead,
+            extra_paths=tuple(paths[i] for i in more), extra_sizes=tuple(sizes[i] for i in more),
+            extra_columns=tuple(extra[paths[i]] for i in more)))
     return out
 
 
 def plan_purge(policy: TablePolicy, files: pa.Table, partition_columns: Sequence[str], version: int | None, *,
                deleted: Mapping[str, int] | None, vectors: Mapping[str, DeletionVectorRef] | None,
-               where: Predicate | None, engine_can_purge: bool, today: dt.date) -> tuple[list[PurgeAction], list[Skip]]:
+               where: Predicate | None, engine_can_purge: bool, today: dt.date,
+               extra_columns: Mapping[str, tuple[str, ...]] | None = None,
+               droppable: frozenset[str] | None = None) -> tuple[list[PurgeAction], list[Skip]]:
     """One ``purge`` per partition over the policy's thresholds (module docstring), and a skip naming the
-    deleted rows of every other partition holding some."""
+    deleted rows of every other partition holding some. ``extra_columns``: files holding columns the table
+    lacks (read/extra_columns.py); ``droppable``: the only such columns the engine's rewrite leaves out
+    (None: any, delta-spark's REORG)."""
     purge = policy.compaction.purge
     if not purge.enabled or not deleted:
         return [], []
     actions: list[PurgeAction] = []
     skips: list[Skip] = []
     target = policy.compaction.target_file_size
-    for part in partition_deletes(files, partition_columns, deleted):
+    for part in partition_deletes(files, partition_columns, deleted, extra_columns):
         values = dict(part.partition)
         if where is not None and not where.evaluate(values, today=today):
             continue  # compaction's own skip names the partition as outside where
@@ -127,29 +142,44 @@ def plan_purge(policy: TablePolicy, files: pa.Table, partition_columns: Sequence
             continue
         if not engine_can_purge:
             skips.append(Skip(PurgeSkipReason.PURGE_NEEDS_SPARK, values or None, details,
-                              f"{said}: the local engine does not rewrite files with deletion vectors yet"))
+                              f"{said}: this engine does not rewrite files with deletion vectors"))
             continue
         if vectors is None or any(p not in vectors for p in part.paths):
             skips.append(Skip(PurgeSkipReason.PURGE_UNKNOWN_VECTORS, values or None, details,
                               f"{said}: the log's deletion vector descriptors could not be read"))
             continue
-        runs = pack_sorted(part.sizes, target, [True] * len(part.sizes))
-        bins = tuple(part.paths[a:b] for a, b in runs)
+        kept = [(p, cols) for p, cols in zip(part.extra_paths, part.extra_columns)
+                if droppable is not None and not set(cols) <= droppable]
+        if kept:
+            skips.append(Skip(PurgeSkipReason.PURGE_NEEDS_SPARK, values or None, details,
+                              f"{said}: {len(kept)} of its file(s) hold column(s) the table lacks (e.g. {kept[0][0]}: "
+                              f"{', '.join(kept[0][1])}, dropped from the table?), which REORG ... APPLY (PURGE) "
+                              "rewrites without them and this engine's rewrite does not leave out"))
+            continue
+        all_paths = part.paths + part.extra_paths
+        sizes = dict(zip(all_paths, part.sizes + part.extra_sizes))
+        ordered = sorted(all_paths, key=lambda p: sizes[p])  # REORG packs every file it rewrites by size
+        runs = pack_sorted([sizes[p] for p in ordered], target, [True] * len(ordered))
+        bins = tuple(tuple(ordered[a:b]) for a, b in runs)
         paths = [p for b in bins for p in b]
         card = dict(zip(part.paths, part.cardinalities))
-        sizes = dict(zip(part.paths, part.sizes))
-        in_bytes = sum(part.sizes)
+        extra = dict(zip(part.extra_paths, part.extra_columns))
+        in_bytes = sum(sizes.values())
         held = _rows(files, paths)
         live_rows = None if held is None else held - part.deleted_rows
+        also = (f"; {len(extra)} file(s) holding column(s) the table lacks ({', '.join(sorted({c for cs in extra.values() for c in cs}))}),"
+                " which REORG also rewrites" if extra else "")
         actions.append(PurgeAction(
             partition=values, input_files=len(paths), input_bytes=in_bytes, expected_output_files=len(bins),
             expected_output_bytes=max(0, in_bytes - part.dead_bytes), rows=live_rows,
             precondition=Precondition.of(version, paths), bins=bins, target_file_size=target,
             min_deleted_rows=purge.min_deleted_rows, min_deleted_ratio=purge.min_deleted_ratio,
-            deletion_vectors=tuple(vectors[p].id for p in paths), cardinalities=tuple(card[p] for p in paths),
+            deletion_vectors=tuple(vectors[p].id if p in card else "" for p in paths),
+            cardinalities=tuple(card.get(p, 0) for p in paths),
+            extra_columns=tuple(", ".join(extra.get(p, ())) for p in paths) if extra else (),
             deleted_rows=part.deleted_rows, partition_rows=part.rows, reclaimed_bytes=part.dead_bytes,
-            reason=f"{said} (~{format_size(part.dead_bytes)} of {format_size(part.bytes)} dead): purge "
-                   f"{len(paths)} file(s) into {len(bins)} ({format_size(sum(sizes[p] for p in paths))} read)"))
+            reason=f"{said} (~{format_size(part.dead_bytes)} of {format_size(part.bytes)} dead){also}: purge "
+                   f"{len(paths)} file(s) into {len(bins)} ({format_size(in_bytes)} read)"))
     return actions, skips
 
 

@@ -59,11 +59,19 @@ class DeltaFacts:
     #: logical path -> its deletion vector's id and cardinality as the log describes it (read/deletion_vector_ids.py);
     #: None when only delta-rs could tell (its counts are in ``deleted_rows``, its ids unknown)
     deletion_vectors: Mapping[str, DeletionVectorRef] | None = None
-    #: files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding)
+    #: files a delta-rs commit cannot remove (their log path is not in delta-rs' encoding); compactor's own
+    #: commit spells their removes as the log spelled their adds (formats/delta/read/log_replay.py, spellings)
     unremovable_paths: frozenset[str] = frozenset()
+    #: whether compactor writes this table's commits itself (plan/support.py, compactor_commits); False: delta-rs
+    #: does, which cannot remove ``unremovable_paths`` nor files with deletion vectors
+    compactor_commits: bool = True
     #: the files a VACUUM at the policy's retention would delete now (relative to the table root as stored,
     #: sorted), None when they could not be listed (read only when the policy enables vacuum)
     vacuum_candidates: tuple[str, ...] | None = None
+    #: files without a deletion vector in partitions holding one, whose footer holds columns the table lacks
+    #: (read/extra_columns.py), with those columns: REORG ... APPLY (PURGE) rewrites them too (read only when
+    #: the policy enables compaction.purge; None: not read)
+    extra_columns: Mapping[str, tuple[str, ...]] | None = None
     duplicates: DuplicateFacts = field(default_factory=DuplicateFacts)
 
     @property

@@ -11,9 +11,23 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from compactor.runtime.paths import is_remote
+
+#: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
+#: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
+DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
+_ENCODED_BY_DELTA_RS = re.compile(r"[^A-Za-z0-9" + re.escape(DELTA_RS_SAFE) + "]")
+
+
+def spelled_otherwise(logical: str, spelled: str) -> bool:
+    """Whether the log spells a file's path (``spelled``, as its action has it) otherwise than delta-rs'
+    encoding of the decoded ``logical`` path would (Spark writes non-ASCII characters raw)."""
+    if spelled == logical and not _ENCODED_BY_DELTA_RS.search(logical):
+        return False  # nearly every path: nothing to encode, nothing encoded
+    return quote(logical, safe=DELTA_RS_SAFE) != spelled
+
 
 #: Delta's Base85 alphabet (Z85's characters; Delta's Codec.Base85Codec)
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"

@@ -27,7 +27,7 @@ from urllib.parse import unquote
 from compactor.errors import TableReadError
 from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import Commit, read_commit
-from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root
+from compactor.formats.delta.read.log_paths import DeletionVectorFile, dv_file, relative_to_root, spelled_otherwise
 from compactor.models.table import TableLocation
 from compactor.runtime.storage import Storage, StorageError, storage_for
 
@@ -97,9 +97,14 @@ class Replay:
     checkpoint_version: int | None = None
     #: each live file's deletion vector descriptor as its add carries it (files without one are absent)
     deletion_vectors: dict[str, DescriptorJson] = field(default_factory=dict)
+    #: each live file's path exactly as its add spells it, where delta-rs' encoding of the decoded path
+    #: would spell it otherwise (Spark writes non-ASCII characters raw): its remove must spell it so
+    spellings: dict[str, str] = field(default_factory=dict)
 
-    def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None) -> None:
-        """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor."""
+    def put(self, removed: bool, path: str, dv: Mapping[str, Any] | None, deleted_at: int | None = None,
+            spelled: str | None = None) -> None:
+        """One add (``removed`` False) or remove of the decoded ``path`` with its deletion vector descriptor;
+        ``spelled``: the action's path field as written."""
         if _is_absolute(path):
             path = relative_to_root(path, self.root)
         try:
@@ -113,9 +118,15 @@ class Replay:
             self.tombstones[key] = ref
             if dv and dv_key(self.deletion_vectors.get(path)) == key[1]:
                 del self.deletion_vectors[path]
+            if (path, dv_key(self.deletion_vectors.get(path))) not in self.live:  # a checkpoint lists adds first
+                self.spellings.pop(path, None)
         else:
             self.tombstones.pop(key, None)
             self.live[key] = ref
+            if spelled is not None and spelled_otherwise(path, spelled):
+                self.spellings[path] = spelled
+            else:
+                self.spellings.pop(path, None)
             if dv:
                 self.deletion_vectors[path] = descriptor(dv)
             else:
@@ -123,7 +134,8 @@ class Replay:
 
     def add(self, action: Mapping[str, Any], path: str | None = None) -> None:
         """An add action; ``path``: its path decoded (a parsed commit's key), else its field is decoded here."""
-        self.put(False, _decoded(action) if path is None else path, action.get("deletionVector"))
+        self.put(False, _decoded(action) if path is None else path, action.get("deletionVector"),
+                 spelled=str(action["path"]))
 
     def remove(self, action: Mapping[str, Any], path: str | None = None) -> None:
         self.put(True, _decoded(action) if path is None else path, action.get("deletionVector"),
@@ -294,7 +306,7 @@ def _parquet_checkpoint(storage: Storage, path: str, state: Replay, sidecars: li
         removed = kind == "remove"
         for path, dv, stamp in zip(paths, dvs, stamps):
             if path is not None:  # null: a row of another action
-                state.put(removed, unquote(path) if "%" in path else path, dv, stamp)
+                state.put(removed, unquote(path) if "%" in path else path, dv, stamp, path)
     if "sidecar" in schema.names:
         sidecars += [unquote(s["path"]) for s in pf.read(columns=["sidecar.path"]).column("sidecar").to_pylist()
                      if s is not None and s.get("path")]

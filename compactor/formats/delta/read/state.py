@@ -27,8 +27,10 @@ from urllib.parse import quote, unquote
 import pyarrow as pa
 
 from compactor.errors import TableReadError
+from compactor.formats.delta.plan.support import compactor_commits
 from compactor.formats.delta.read.deletion_vector_ids import logged_deletion_vectors
 from compactor.formats.delta.read.facts import DeltaFacts, DeltaProtocol
+from compactor.formats.delta.read.log_paths import DELTA_RS_SAFE
 from compactor.models.state import TableState
 from compactor.models.table import TableLocation
 from compactor.runtime.paths import is_remote, local_path
@@ -74,9 +76,6 @@ def configure_delta_rs_allocator() -> bool:
     return True
 
 
-#: characters delta-rs' create_write_transaction leaves as they are when it encodes a path for the log
-#: (measured with deltalake 1.6.6: it encodes space, non-ASCII and "#%*<>?[]^`{|}")
-DELTA_RS_SAFE = "/!$&'()+,-.:;=@_~"
 #: what a path that needs no look is made of: ASCII letters, digits and DELTA_RS_SAFE
 _PLAIN = string.ascii_letters + string.digits + DELTA_RS_SAFE
 _PLAIN_BYTES = _PLAIN.encode()
@@ -240,6 +239,8 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     except Exception as e:  # delta-rs raises several types (DeltaError, OSError, PanicException...)
         raise TableReadError(f"{uri}: {_reason(uri, e)}") from None
     dv_enabled = "deletionVectors" in (proto.reader_features or ())
+    protocol = DeltaProtocol(proto.min_reader_version, proto.min_writer_version, tuple(proto.reader_features or ()),
+                             tuple(proto.writer_features or ()))
     logged = logged_deletion_vectors(where, v) if dv_enabled and version is None else None
     if logged is not None and set(logged) <= set(files.column("path").to_pylist()):
         deleted: dict[str, int] | None = {p: d.cardinality for p, d in logged.items()}
@@ -254,8 +255,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         properties=dict(meta.configuration or {}),
         # delta-rs' add actions do not expose the deletionVector field; per-file presence would mean
         # materialising every DV, so only the certain answer is given: no feature, no DVs.
-        extra=DeltaFacts(protocol=DeltaProtocol(proto.min_reader_version, proto.min_writer_version,
-                                                tuple(proto.reader_features or ()), tuple(proto.writer_features or ())),
+        extra=DeltaFacts(protocol=protocol, compactor_commits=compactor_commits(protocol, where.storage_options),
                          schema_json=schema_json, has_deletion_vectors=None if deleted is None else bool(deleted),
                          deletion_vectors_enabled=dv_enabled, deleted_rows=deleted, deletion_vectors=logged,
                          unremovable_paths=frozenset(unremovable)),
