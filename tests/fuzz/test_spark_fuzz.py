@@ -68,7 +68,7 @@ def test_delta_spark_histories_keep_every_row_and_every_referenced_file(delta_sp
                 print(f"\nseed {seed} failed: {run.failure}\nreplay: COMPACTOR_SPARK_FUZZ_SEED={seed} "
                       f"COMPACTOR_SPARK_FUZZ_PER_TABLE={PER_TABLE} COMPACTOR_SPARK_FUZZ_STEPS={STEPS}\nhistory:\n  "
                       + "\n  ".join(run.log), flush=True)
-            if len(seeds) >= 100 and len(runs) % 50 == 0:  # the long mode's progress
+            if len(seeds) > 25 and len(runs) % 5 == 0:  # the long mode's progress
                 print(_report(runs, time.monotonic() - t0, cpu0), flush=True)
     report = _report(runs, time.monotonic() - t0, cpu0)
     print("\n" + report)
