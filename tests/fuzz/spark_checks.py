@@ -86,15 +86,42 @@ class Meta:
     cdf: bool = False
     dv: bool = False
     colmap: bool = False
+    #: a column-mapped table's column was dropped (its max column id is above its columns' count)
+    dropped_column: bool = False
+    #: some live file carries a deletion vector
+    dv_files: bool = False
     row_tracking: bool = False
     v2_checkpoints: bool = False
     retention_h: int = 168
 
     def features(self) -> list[str]:
         """The features on: what compactor's commits are counted by."""
-        named = {"deletion vectors": self.dv, "change data feed": self.cdf, "column mapping": self.colmap,
-                 "clustering": self.clustered, "row tracking": self.row_tracking, "v2 checkpoints": self.v2_checkpoints}
+        named = {"deletion vectors": self.dv, "files with deletion vectors": self.dv_files,
+                 "change data feed": self.cdf, "column mapping": self.colmap,
+                 "column mapping, a renamed column": self.colmap and self.value != "val",
+                 "column mapping, a dropped column": self.dropped_column, "clustering": self.clustered, "row tracking": self.row_tracking, "v2 checkpoints": self.v2_checkpoints}
         return [k for k, on in named.items() if on] or ["none"]
+
+
+@dataclass
+class CommitFacts:
+    """One commit as its JSON holds it: its commitInfo, its adds, and its removes each with the add it removed
+    (None when the replay had no live add for that path and deletion vector)."""
+
+    info: dict[str, Any] = field(default_factory=dict)
+    adds: list[dict[str, Any]] = field(default_factory=list)
+    removes: list[tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=list)
+
+    def metadata(self, key: str) -> str | None:
+        """A custom commit metadata value: a top-level commitInfo key (delta-rs, compactor's log writer) or
+        one in ``userMetadata``'s JSON (delta-spark)."""
+        if isinstance(self.info.get(key), str):
+            return str(self.info[key])
+        try:
+            meta = json.loads(self.info.get("userMetadata") or "{}")
+        except ValueError:
+            return None
+        return meta.get(key) if isinstance(meta, dict) else None
 
 
 @dataclass
@@ -110,19 +137,24 @@ class LogReplay:
     named: set[str] = field(default_factory=set)
     metadata: dict[str, Any] = field(default_factory=dict)
     clustering: list[Any] = field(default_factory=list)
+    #: version -> what that commit did
+    commits: dict[int, CommitFacts] = field(default_factory=dict)
 
     def update(self) -> LogReplay:
         log = self.table / "_delta_log"
         versions = sorted(int(f[:20]) for f in os.listdir(log) if COMMIT.fullmatch(f))
         assert versions[0] == 0 and versions == list(range(len(versions))), f"the log has gaps: {versions}"
         for v in versions[self.version + 1:]:
+            self.commits[v] = facts = CommitFacts()
             for line in (log / f"{v:020d}.json").read_text().splitlines():
                 if line.strip():
-                    self._apply(json.loads(line))
+                    self._apply(json.loads(line), facts)
             self.version = v
         return self
 
-    def _apply(self, action: dict[str, Any]) -> None:
+    def _apply(self, action: dict[str, Any], facts: CommitFacts) -> None:
+        if "commitInfo" in action:
+            facts.info = action["commitInfo"]
         for kind in ("add", "remove", "cdc"):
             if kind not in action:
                 continue
@@ -135,8 +167,9 @@ class LogReplay:
             if kind == "add":
                 self.live[key] = a
                 self.tombstones.pop(key, None)
+                facts.adds.append(a)
             elif kind == "remove":
-                self.live.pop(key, None)
+                facts.removes.append((a, self.live.pop(key, None)))
                 self.tombstones[key] = a
         if "metaData" in action:
             self.metadata = action["metaData"]
@@ -152,7 +185,8 @@ class LogReplay:
                     clustered=bool(self.clustering), cdf=conf.get("delta.enableChangeDataFeed") == "true",
                     dv=conf.get("delta.enableDeletionVectors") == "true",
                     colmap=conf.get("delta.columnMapping.mode") == "name",
-                    row_tracking=conf.get("delta.enableRowTracking") == "true",
+                    dropped_column=int(conf.get("delta.columnMapping.maxColumnId") or 0) > len(fields),
+                    dv_files=any(dv is not None for _, dv in self.live), row_tracking=conf.get("delta.enableRowTracking") == "true",
                     v2_checkpoints=conf.get("delta.checkpointPolicy") == "v2",
                     retention_h=int(re.findall(r"\d+", retention)[0]) * (24 if "day" in retention else 1))
 

@@ -38,9 +38,9 @@ from compactor.engines.spark import SparkEngine
 from compactor.models.results import RunResults
 from compactor.project.model import Target
 from compactor.tasks.apply import apply_plan
-from tests.apply.helpers import plan_for
 from tests.fuzz.history import CRASH_POINTS, Killed, apply_killable, vacuum_through_apply
 from tests.fuzz.spark_checks import Checks, Failure, Meta, file_kind
+from tests.fuzz.spark_compactor import PolicyChoice, check_commits, compactor_commits, feed_of, plan_with
 
 #: what the histories need of the shared session (restored after): delta-spark's VACUUM at a retention under
 #: its 7-day check, time travel and change feed reads past a zero retention, and VACUUM's listing of a tiny
@@ -311,22 +311,28 @@ class SparkHistory:
     def plan(self) -> None:
         engine = self.rng.choice(["local", "spark"])
         method = self._method(engine)
-        self.plans.append((engine, method, self._plan(engine, method)))
-        self.log.append(f"compactor plans ({engine}, {method})")
+        choice = PolicyChoice.random(self.rng)
+        self.plans.append((engine, method, self._plan(engine, method, choice)))
+        self.log.append(f"compactor plans ({engine}, {method}, {choice})")
 
-    def _plan(self, engine: str, method: str) -> Any:
-        return plan_for(self.path, engine=engine, target_size=1 << 20, method="rewrite" if method == "auto" and
-                        engine == "local" else method)
+    def _plan(self, engine: str, method: str, choice: PolicyChoice = PolicyChoice()) -> Any:
+        return plan_with(choice, self.path, engine, "rewrite" if method == "auto" and engine == "local" else method)
 
-    def apply(self, engine: str | None = None, crash_at: str | None = None) -> None:
-        if self.plans and self.rng.random() < 0.5:
+    def apply(self, engine: str | None = None, crash_at: str | None = None, *, racer: str | None = None) -> None:
+        """compactor's apply of a plan made earlier or now (``racer``: a DELETE, UPDATE or MERGE between a
+        purging plan and its apply)."""
+        if self.plans and racer is None and self.rng.random() < 0.5:
             engine, method, plan = self.plans.pop(0)
             when = "planned earlier"
         else:
             engine = engine or self.rng.choice(["local", "spark"])
             method = self._method(engine)
-            plan = self._plan(engine, method)
-            when = "planned now"
+            choice = PolicyChoice.random(self.rng, purge=True if racer else None)
+            plan = self._plan(engine, method, choice)
+            when = f"planned now: {choice}"
+        if racer is not None:
+            getattr(self, racer)()
+            when += f", then {self.log[-1]}"
         target = Target(engine=engine, commit_every_bins=self.rng.choice([1, 100]))  # type: ignore[arg-type]
         before = self.checks.stored()
         v, rows = self.version, self.rows
@@ -342,6 +348,22 @@ class SparkHistory:
         else:
             self.log[line] += ": " + self._outcome(f"{engine} {method}", plan, run, before, v)
         self._after(rows)
+        self._check_commits(v, plan, run)
+
+    def race_purge(self) -> None:
+        self.apply(racer=self.rng.choice(["delete", "update", "merge"]))
+
+    def _check_commits(self, version: int, plan: Any, run: RunResults | None) -> None:
+        """compactor's commits since ``version`` (spark_compactor.check_commits), and the change feed over them."""
+        replay = self.checks.replay.update()
+        engine = plan.tables[0].engine
+        self.done.update({f"{engine} {k}": n for k, n in check_commits(replay, version, plan, run).items()})
+        ours = sorted(compactor_commits(replay, version))
+        if ours and self.cdf_from is not None and self.cdf_from <= ours[0]:
+            n = feed_of(self.spark, self.uri, ours)
+            if n:
+                raise Failure(f"the change feed shows {n} row(s) of compactor's commit(s) {ours}")
+            self.done["change feed of compactor's commits checked"] += 1
 
     def say(self, what: str) -> int:
         """Log a step before it runs (a failure shows where); returns its line, for the outcome."""
@@ -356,15 +378,20 @@ class SparkHistory:
         allowed way; when none succeeded, nothing changed."""
         (tp,) = plan.tables
         said = []
+        engine = label.split()[0]
         for s in tp.skipped:
             if s.reason == "unsupported":
                 said.append(self.refused("plan: " + s.message))
+            elif s.reason in ("purge_needs_spark", "below_purge_threshold"):
+                self.done[f"{engine}: partitions skipped, {s.reason}"] += 1
         if tp.error:
             said.append(self.refused("plan: " + tp.error))
         ok = 0
         for r in run.results:
             if r.status == "success":
                 ok += 1
+                if r.type != "compact":
+                    self.done[f"{engine} {r.type}"] += 1
             elif r.status == "stale":
                 self.refusals["stale plan"] += 1
                 said.append("stale")
@@ -376,7 +403,7 @@ class SparkHistory:
             self.checks.unchanged(before, version)
         self.done[label] += ok
         for feature in self.meta.features() if ok else ():
-            self.committed_on[feature] += ok
+            self.committed_on[f"{engine}: {feature}"] += ok
         return f"{ok} succeeded" + (f"; {'; '.join(said)}" if said else "")
 
     def refused(self, message: str) -> str:
@@ -480,23 +507,48 @@ class SparkHistory:
 
     def settle(self, engines: tuple[str, ...] = ("local", "spark")) -> None:
         """What a schedule does on each engine with the default method: plan, apply, plan again. The
-        second plan has nothing left to compact (every table kind converges), or compactor refuses."""
+        second plan has nothing left to compact (every table kind converges), or compactor refuses. One
+        exception, counted: a partition the plan purged may hold the purge's new small file beside other small
+        files (the compaction's output, or a lone small file no bin took), which the next plan compacts; the
+        plan after that has nothing."""
         for engine in engines:
-            plan = self._plan(engine, "auto")
-            if not plan.tables[0].actions:
-                continue
-            target = Target(engine=engine)  # type: ignore[arg-type]
-            before, v = self.checks.stored(), self.version
-            line = self.say(f"settle: compactor apply ({engine}, auto)")
-            run = apply_plan(plan, target=target, watch_s=0, engine=SparkEngine(target) if engine == "spark" else None)
-            self.log[line] += ": " + self._outcome(f"{engine} auto (settle)", plan, run, before, v)
-            self._after(self.rows)
-            self.checks.step(self.meta.retention_h)
-            again = self._plan(engine, "auto")
-            left = [a for a in again.tables[0].actions if a.type != "vacuum"]
-            if left and all(r.status == "success" for r in run.results):
+            choice = PolicyChoice.random(self.rng)
+            plan = self._plan(engine, "auto", choice)
+            for round_ in (1, 2):
+                if not plan.tables[0].actions:
+                    break
+                run = self._settle_apply(engine, choice, plan)
+                again = self._plan(engine, "auto", choice)
+                left = [a for a in again.tables[0].actions if a.type != "vacuum"]
+                if not left or not all(r.status == "success" for r in run.results):
+                    break
+                if round_ == 1 and {a.type for a in left} == {"compact"} and \
+                        {_key(a) for a in left} <= {_key(a) for a in plan.tables[0].actions if a.type == "purge"}:
+                    self.done["settle: a purged partition's new file compacted by the next plan"] += 1
+                    plan = again
+                    continue
                 raise Failure(f"{engine}: compacted, and the next plan compacts again ({len(left)} action(s)): "
-                              "no convergence")
+                              f"no convergence; applied {_actions(plan)}, then planned {_actions(again)}")
+
+    def _settle_apply(self, engine: str, choice: PolicyChoice, plan: Any) -> RunResults:
+        target = Target(engine=engine)  # type: ignore[arg-type]
+        before, v = self.checks.stored(), self.version
+        line = self.say(f"settle: compactor apply ({engine}, auto, {choice})")
+        run = apply_plan(plan, target=target, watch_s=0, engine=SparkEngine(target) if engine == "spark" else None)
+        self.log[line] += ": " + self._outcome(f"{engine} auto (settle)", plan, run, before, v)
+        self._after(self.rows)
+        self._check_commits(v, plan, run)
+        self.checks.step(self.meta.retention_h)
+        return run
+
+
+def _key(action: Any) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(action.partition.items()))
+
+
+def _actions(plan: Any) -> list[str]:
+    return [f"{a.type} {dict(a.partition)} {a.input_files} file(s) -> {a.expected_output_files}"
+            for a in plan.tables[0].actions]
 
 
 def error_class(e: BaseException) -> str:
@@ -513,10 +565,10 @@ OPS: list[tuple[float, Callable[[SparkHistory], None]]] = [
     (0.2, SparkHistory.restore), (0.4, SparkHistory.optimize), (0.2, SparkHistory.purge), (0.15, SparkHistory.vacuum),
     (0.2, SparkHistory.checkpoint), (1.5, SparkHistory.alter), (0.5, SparkHistory.age),
     (1, SparkHistory.plan), (2, lambda h: h.apply("local")), (2, lambda h: h.apply("spark")),
-    (1.2, SparkHistory.apply_killed), (0.6, SparkHistory.compactor_vacuum),
+    (1.2, SparkHistory.apply_killed), (0.6, SparkHistory.compactor_vacuum), (0.6, SparkHistory.race_purge),
 ]
 NAMES = ["append", "delete", "update", "merge", "restore", "optimize", "purge", "vacuum", "checkpoint", "alter", "age",
-         "plan", "apply local", "apply spark", "apply killed", "compactor vacuum"]
+         "plan", "apply local", "apply spark", "apply killed", "compactor vacuum", "purge raced"]
 
 
 @dataclass

@@ -1,6 +1,9 @@
-"""The delta-spark fuzzer (issue 36): seeded random histories written by delta-spark, with deletion vectors,
-column mapping, the change data feed, row tracking, clustering and v2 checkpoints, interleaved with compactor
-on both engines (tests/fuzz/spark_history.py), checked after every step and at the end of each history.
+"""The delta-spark fuzzer (issues 36, 40): seeded random histories written by delta-spark, with deletion
+vectors, column mapping, the change data feed, row tracking, clustering and v2 checkpoints, interleaved with
+compactor on both engines (tests/fuzz/spark_history.py), its plans sometimes purging soft-deleted rows
+(tests/fuzz/spark_compactor.py), checked after every step and at the end of each history. The default run and
+longer ones also check that compactor purged, and that the local engine rewrote files with deletion vectors
+and column-mapped tables.
 
 Histories run several to a table (a table's creation and first rows are most of a short history's time):
 ``COMPACTOR_SPARK_FUZZ_HISTORIES`` histories (default 200) of ``COMPACTOR_SPARK_FUZZ_STEPS`` steps (default
@@ -41,7 +44,7 @@ def _report(runs: list[TableRun], elapsed: float, cpu0: float) -> str:
     return (f"{sum(r.histories for r in runs)} histories of {STEPS} steps on {len(runs)} tables in {elapsed:.0f}s; "
             f"failed seeds: {[r.seed for r in runs if r.failure]}\n"
             f"compactor did: {dict(sorted(total['did'].items()))}\n"
-            f"compactor's successful actions by table feature: {dict(total['on'].most_common())}\n"
+            f"compactor's successful actions by engine and table feature: {dict(total['on'].most_common())}\n"
             f"compactor's refusals (times, histories): "
             f"{', '.join(f'{k}: {v}, {refused_in[k]}' for k, v in total['refused'].most_common())}\n"
             f"delta-spark's refusals: {dict(total['spark'].most_common())}\n"
@@ -68,7 +71,7 @@ def test_delta_spark_histories_keep_every_row_and_every_referenced_file(delta_sp
                 print(f"\nseed {seed} failed: {run.failure}\nreplay: COMPACTOR_SPARK_FUZZ_SEED={seed} "
                       f"COMPACTOR_SPARK_FUZZ_PER_TABLE={PER_TABLE} COMPACTOR_SPARK_FUZZ_STEPS={STEPS}\nhistory:\n  "
                       + "\n  ".join(run.log), flush=True)
-            if len(seeds) >= 100 and len(runs) % 50 == 0:  # the long mode's progress
+            if len(seeds) > 25 and len(runs) % 5 == 0:  # the long mode's progress
                 print(_report(runs, time.monotonic() - t0, cpu0), flush=True)
     report = _report(runs, time.monotonic() - t0, cpu0)
     print("\n" + report)
@@ -76,6 +79,13 @@ def test_delta_spark_histories_keep_every_row_and_every_referenced_file(delta_sp
     assert not failures, "\n\n".join(f"seed {r.seed}: {r.failure}\n  " + "\n  ".join(r.log) for r in failures[:3]) \
         + "\n\n" + report
     assert sum(r.histories for r in runs) == len(seeds) * PER_TABLE
+    if len(seeds) >= 25:  # the default run and longer: compactor's purge and the local engine's rewrites of
+        # deletion vectors and column-mapped tables are among what the histories did
+        did = sum((r.done for r in runs), Counter[str]())
+        on = sum((r.committed_on for r in runs), Counter[str]())
+        assert did["spark purge"] and did["spark purge: files with deletion vectors rewritten"], report
+        assert did["local compact: files with deletion vectors rewritten"], report
+        assert on["local: column mapping"], report
 
 
 def test_the_checks_fail_on_a_missing_deletion_vector_and_on_a_deleted_tombstone(delta_spark, tmp_path: Path) -> None:

@@ -63,9 +63,10 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
                          skipped=(Skip(SkipReason.DISABLED, None, {}, "table policy has enabled: false"),))
     c = policy.compaction
     reason = unsupported_reason(state, engine, c.method)
-    if reason:  # delta-spark's OPTIMIZE writes what delta-rs cannot (support.native_possible)
-        return replace(base, files_after=state.file_count,
-                       skipped=(Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_OPTIMIZE}, reason),))
+    unsupported = Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_OPTIMIZE}, reason or "")
+    if reason and not (c.purge.enabled and purge_possible(engine)):
+        # delta-spark's OPTIMIZE writes what delta-rs cannot (support.native_possible)
+        return replace(base, files_after=state.file_count, skipped=(unsupported,))
     scope = partition_scope(policy, state.partition_columns)
     if scope.problem is not None:
         return _config_error(base, state, scope.problem)
@@ -94,6 +95,9 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     actions += purges
     skips += sk
     purged = [p for a in purges for p in a.input_paths]
+    if reason:  # delta-spark's REORG purges whatever the table's features: only the compaction is unsupported
+        return replace(base, actions=tuple(purges), skipped=(unsupported, *sk),
+                       files_after=state.file_count - sum(a.input_files - a.expected_output_files for a in purges))
     if purged:  # the purge rewrites these (first): never also a compaction's inputs
         keep = pc.invert(pc.is_in(files.column("path"), value_set=pa.array(purged, pa.string())))
         files = files.filter(keep)
