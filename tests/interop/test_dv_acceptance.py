@@ -162,7 +162,12 @@ def test_dv_acceptance(delta_spark: Any, built: dict[bool, Built], tmp_path: Pat
             [(a.type, a.partition) for a in tp.actions]
         below = [s.partition for s in tp.skipped if s.reason == "below_purge_threshold"]
         assert below == [{"part": "0", "day": "2024-01-01"}], tp.skipped
-        assert planned == {p for p, k in with_dv.items() if k != 0}
+        # REORG's files: those with a deletion vector, and those holding a column the table lacks (the change
+        # feed's `_change_type` that delta-spark's UPDATE writes into its data files), each saying which
+        assert planned & with_dv.keys() == {p for p, k in with_dv.items() if k != 0}
+        extra = {p: cols for a in tp.actions for p, dv, cols in zip(a.input_paths, a.deletion_vectors,
+                                                                    a.extra_columns or ("",) * a.input_files) if not dv}
+        assert extra.keys() == planned - with_dv.keys() and all(extra.values()), extra
     else:
         assert tp.actions and planned & with_dv.keys(), [(s.reason, s.message) for s in tp.skipped]
     if path.purge and path.today is not None:

@@ -84,11 +84,12 @@ def native_possible(engine: str, method: str) -> bool:
     return engine == "spark" and method in ("auto", "optimize")
 
 
-def purge_possible(engine: str) -> bool:
+def purge_possible(engine: str, state: TableState) -> bool:
     """A purge of soft-deleted rows may run: on the spark engine delta-spark's REORG TABLE ... APPLY (PURGE)
-    (needs the Delta jars; whatever the compaction method), on the local engine compactor's own rewrite of
-    the purge's bins (formats/delta/apply/purge.py), which drops the rows the vectors delete."""
-    return engine in ("spark", "local")
+    (needs the Delta jars; whatever the compaction method and the table's features), on the local engine
+    compactor's own rewrite of the purge's bins (formats/delta/apply/purge.py), which drops the rows the
+    vectors delete, where that rewrite may rewrite the table at all (not on row tracking, for one)."""
+    return engine == "spark" or (engine == "local" and unsupported_reason(state, engine) is None)
 
 
 def purge_droppable(engine: str) -> frozenset[str] | None:
