@@ -64,8 +64,9 @@ def test_the_spark_engine_writes_every_field_id(spark, tmp_path: Path, threads: 
     files = [write(f"{n}.parquet", 10 * n) for n in range(4)]
     jobs = [BinJob(inputs_at(*files[:2]), str(tmp_path / "out0.parquet"), str(tmp_path / "_compactor_staging_0")),
             BinJob(inputs_at(*files[2:]), str(tmp_path / "out1.parquet"), str(tmp_path / "_compactor_staging_1"))]
+    before = spark.conf.get("spark.sql.parquet.fieldId.read.enabled", None)  # an earlier test's session may set it
     written = SparkEngine(Target(engine="spark", threads=threads)).rewrite(jobs, SCHEMA)
     for w in written:
         assert field_ids(pq.read_schema(w.location)) == IDS
         assert w.rows == 10
-    assert spark.conf.get("spark.sql.parquet.fieldId.read.enabled", None) in (None, "false")
+    assert spark.conf.get("spark.sql.parquet.fieldId.read.enabled", None) == before  # the session's own, restored

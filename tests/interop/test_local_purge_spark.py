@@ -50,7 +50,7 @@ def test_the_local_purge_of_a_spark_written_table(delta_spark: Any, tmp_path: Pa
                                                   mapped: bool) -> None:
     t = tmp_path / "t"
     path = str(t)
-    _build(delta_spark, path, partition, mapped)
+    _build(delta_spark, path, partition, "name" if mapped else "none")
     before = _rows(delta_spark, path)
     version = commit_versions(path)[-1]
     with_dv = {a["path"]: a["deletionVector"] for a in live_adds(path) if a.get("deletionVector")}
