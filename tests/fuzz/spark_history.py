@@ -58,7 +58,7 @@ SESSION_CONF = {
 #: compactor names the feature or the change that stops it
 REFUSALS = {
     "delta-rs cannot write the table's features": r"cannot be written by delta-rs|delta-rs cannot write tables with",
-    "a feature only delta-spark's OPTIMIZE honours": r"^(rowTracking|clustering|liquid)[,:] |compactor's commit writer "
+    "a feature only delta-spark's OPTIMIZE honours": r"(^|: )(rowTracking|clustering|liquid)[,:] |compactor's commit writer "
                                                       r"does not honour",
     "column mapping": r"columnMapping",
     "deletion vectors": r"deletion ?vectors|deletionVectors",
