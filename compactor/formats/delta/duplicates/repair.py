@@ -18,6 +18,7 @@ from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
 from compactor.formats.delta.apply.commit import MARKER, commit_properties, find_commit
+from compactor.formats.delta.apply.log_writer import writes_directly
 from compactor.formats.delta.duplicates.detection import (  # noqa: F401 - the names callers import from here
     DEFAULT_HORIZON,
     Detection,
@@ -31,9 +32,10 @@ from compactor.formats.delta.duplicates.repair_content import ContentCheck, exce
 from compactor.formats.delta.duplicates.repair_plan import RepairProposal
 from compactor.formats.delta.duplicates.repair_result import RepairResult
 from compactor.formats.delta.plan.retention import DELETED, parse_interval
-from compactor.formats.delta.plan.support import DELTA_RS_UNWRITABLE
+from compactor.formats.delta.plan.support import COMPACTOR_WRITES, DELTA_RS_UNWRITABLE, NATIVE_ONLY
 from compactor.formats.delta.read.deletion_vectors import DescriptorJson, descriptor
 from compactor.formats.delta.read.log import commits_after
+from compactor.formats.delta.read.log_paths import spelled_otherwise
 from compactor.models.table import TableLocation
 from compactor.runtime import clock
 from compactor.runtime.faults import crash_point
@@ -113,9 +115,11 @@ def _check(table: TableLocation, dt: Any, lineage: Lineage, proposal: RepairProp
                           f"{'; '.join(proposal.problems)}",
                           hint="restore the table to the version before the duplicate (RESTORE) or deduplicate "
                                "by hand")
-    unwritable = sorted(set(dt.protocol().writer_features or ()) & DELTA_RS_UNWRITABLE)
+    features = set(dt.protocol().writer_features or ())
+    unwritable = sorted(features & NATIVE_ONLY.keys() | features - COMPACTOR_WRITES
+                        | (features & DELTA_RS_UNWRITABLE if not writes_directly(dt, table) else set()))
     if unwritable:
-        raise RepairError(f"{uri}: delta-rs cannot commit the repair to a table with writer feature(s) "
+        raise RepairError(f"{uri}: compactor cannot commit the repair to a table with writer feature(s) "
                           f"{', '.join(unwritable)}", hint="restore the table to the version before the duplicate")
     touched = [*proposal.remove, *proposal.restore, *(p for _, p in proposal.excess), *proposal.keep]
     with_dv = [p for p in touched if (lineage.last_add.get(p) or {}).get("deletionVector")
@@ -235,8 +239,16 @@ def execute(table: TableLocation, detection: Detection, *,
     # restore without it would bring its deleted rows back); a copy holds the same rows at the same positions
     vectors = {p: _vector(lineage.last_add.get(p)) for p in (*proposal.remove, *proposal.restore)}
     vectors.update({copy: vectors.get(p) for copy, p in copy_of.items()})
+    # a remove spells its path as the log spelled the add (Spark writes non-ASCII characters raw), or it
+    # retires nothing
+    spellings = {p: raw for p in proposal.remove
+                 if isinstance(raw := (lineage.last_add.get(p) or {}).get("path"), str) and spelled_otherwise(p, raw)}
 
     def through_delta_rs() -> None:
+        if spellings:  # delta-rs' RemoveAction is spelled by delta-rs' own encoding
+            raise RepairError(f"{uri}: the repair would remove files whose log path delta-rs spells otherwise (e.g. "
+                              f"{sorted(spellings)[0]}), and compactor cannot write this table's commits itself; "
+                              "nothing was committed", hint="restore the table to a version before the duplicate (RESTORE)")
         if any(vectors.values()):  # delta-rs' Add/RemoveAction cannot carry a deletion vector
             raise RepairError(f"{uri}: the repair would remove or restore files with deletion vectors, and compactor "
                               "cannot write this table's commits itself; nothing was committed",
@@ -246,7 +258,7 @@ def execute(table: TableLocation, detection: Detection, *,
                                     commit_properties=commit_properties(cm))
 
     _commit(dt, table, int(detection.version or 0), actions, proposal, result.rows_deduplicated, now_ms, cm,
-            through_delta_rs, vectors)
+            through_delta_rs, vectors, spellings)
     crash_point("delta.repair_after_commit")
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
@@ -268,8 +280,9 @@ def _vector(add: Mapping[str, Any] | None) -> DescriptorJson | None:
 
 def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any], proposal: RepairProposal,
             extra_rows: int | None, now_ms: int, metadata: Mapping[str, str], fallback: Callable[[], None],
-            vectors: Mapping[str, DescriptorJson | None]) -> None:
-    """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py)."""
+            vectors: Mapping[str, DescriptorJson | None], spellings: Mapping[str, str]) -> None:
+    """The repair's one dataChange=false commit, recorded as compactor's repair (formats/delta/apply/log_writer.py);
+    ``spellings``: the removes' paths as the log spelled their adds, where delta-rs' encoding differs."""
     from deltalake.transaction import AddAction
 
     from compactor.formats.delta.apply.log_writer import add_action, remove_action, repair, write_commit
@@ -277,8 +290,8 @@ def _commit(dt: Any, table: TableLocation, read_version: int, actions: list[Any]
     removes = [a for a in actions if not isinstance(a, AddAction)]
     adds = [a for a in actions if isinstance(a, AddAction)]
     write_commit(dt, table, read_version,
-                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms, vectors.get(a.path))
-                    for a in removes),
+                 [*(remove_action(a.path, a.size or 0, a.partition_values or {}, now_ms, vectors.get(a.path),
+                                  spelled=spellings.get(a.path)) for a in removes),
                   *(add_action(a.path, a.size, a.partition_values, a.stats, now_ms, vectors.get(a.path)) for a in adds)],
                  repair([a.size or 0 for a in removes], [a.size for a in adds], versions=list(proposal.anomalies),
                         extra_rows=extra_rows),
