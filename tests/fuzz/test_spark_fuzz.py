@@ -84,7 +84,9 @@ def test_delta_spark_histories_keep_every_row_and_every_referenced_file(delta_sp
         did = sum((r.done for r in runs), Counter[str]())
         on = sum((r.committed_on for r in runs), Counter[str]())
         assert did["spark purge"] and did["spark purge: files with deletion vectors rewritten"], report
-        assert did["local compact: files with deletion vectors rewritten"], report
+        # the local engine drops deleted rows in its compactions and, now, in its purges: either rewrite counts
+        assert did["local compact: files with deletion vectors rewritten"] + \
+            did["local purge: files with deletion vectors rewritten"], report
         assert on["local: column mapping"], report
 
 
