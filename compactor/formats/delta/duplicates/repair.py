@@ -13,7 +13,7 @@ import json
 import logging
 import posixpath
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compactor.errors import ApplyError, StalePlanError, VerificationError
@@ -263,6 +263,11 @@ def execute(table: TableLocation, detection: Detection, *,
     own = find_commit(table, int(detection.version or 0), marker)
     if own is None:
         raise ApplyError(f"{uri}: the repair committed but its commit (marker {marker}) is not in the log")
+    still = _still_live(table, proposal.remove)
+    if still:
+        raise VerificationError(f"{uri}: the repair's commit {own.version} left {len(still)} file(s) it removes live "
+                                f"(e.g. {still[0]}): a remove did not name its add, and rows stay live twice",
+                                hint="restore the table to the version before the duplicate (RESTORE)")
     log.warning("%s: repaired rows live twice (versions %s) in version %d: %d file(s) removed, %d restored "
                 "(%d copied), %d duplicated row(s) gone", uri, list(proposal.anomalies), own.version,
                 len(proposal.remove), len(proposal.restore), len(copies), result.rows_deduplicated)
@@ -270,6 +275,21 @@ def execute(table: TableLocation, detection: Detection, *,
     result.commits.append(own.version)
     result.version_after = own.version
     return result
+
+
+def _still_live(table: TableLocation, removed: Sequence[str]) -> list[str]:
+    """Those of ``removed`` a reader still holds live after the repair's commit, as delta-rs reads the log (it
+    keys a file by its path as spelled, as delta-spark does: a remove spelled otherwise than its add retires
+    nothing; compactor's own replay keys decoded paths and would not tell)."""
+    from compactor.errors import TableReadError
+    from compactor.formats.delta.read.state import read_delta_state
+
+    try:
+        live = set(read_delta_state(table).files.column("path").to_pylist())
+    except TableReadError as e:  # delta-rs cannot read every table (a v2 checkpoint's reader feature, for one)
+        log.warning("%s: the repair's removes could not be checked against delta-rs' reading: %s", table.uri, e)
+        return []
+    return sorted(p for p in removed if p in live)
 
 
 def _vector(add: Mapping[str, Any] | None) -> DescriptorJson | None:
