@@ -246,7 +246,7 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
         deleted: dict[str, int] | None = {p: d.cardinality for p, d in logged.items()}
     else:  # the log could not be replayed with certainty: delta-rs materialises every DV
         logged = None
-        deleted = _deleted_rows(dt, where, files) if dv_enabled else {}
+        deleted = _deleted_rows(dt, where, files, log_tried=version is None) if dv_enabled else {}
     if deleted:  # None (unknown) adds no column
         counts = [deleted.get(p, 0) for p in files.column("path").to_pylist()]
         files = files.append_column("deleted_rows", pa.array(counts, pa.int64()))
@@ -262,16 +262,17 @@ def read_delta_state(where: TableLocation, version: int | None = None, *, table:
     )
 
 
-def _deleted_rows(dt: Any, where: TableLocation, files: pa.Table) -> dict[str, int] | None:
+def _deleted_rows(dt: Any, where: TableLocation, files: pa.Table, *, log_tried: bool) -> dict[str, int] | None:
     """Rows deleted by each file's deletion vector (delta-rs materialises every DV to answer; only tables
     with the deletionVectors feature pay for it). None when delta-rs cannot read them (it cannot resolve
-    DVs stored under a random prefix, for example) nor the log: then any file may have one."""
+    DVs stored under a random prefix, for example) nor the log: then any file may have one. ``log_tried``:
+    the log's cardinalities were asked first and could not answer (not asked again)."""
     uri = where.uri
     try:
         reader = dt.deletion_vectors()
         table = pa.table(reader)  # an Arrow C stream (delta-rs 1.x), whichever reader class holds it
     except Exception as e:  # noqa: BLE001 - delta-rs raises several types
-        logged = _logged_cardinalities(where, dt, files)
+        logged = None if log_tried else _logged_cardinalities(where, dt, files)
         if logged is None:
             log.warning("%s: cannot read its deletion vectors (%s); every file is treated as possibly having one",
                         uri, str(e).splitlines()[0][:200])
@@ -294,19 +295,12 @@ def _deleted_rows(dt: Any, where: TableLocation, files: pa.Table) -> dict[str, i
 
 
 def _logged_cardinalities(where: TableLocation, dt: Any, files: pa.Table) -> dict[str, int] | None:
-    """Rows deleted by each file's deletion vector as the log's descriptors count them (``cardinality``),
-    where delta-rs cannot read the vectors themselves (it cannot resolve some that delta-spark writes);
-    None when the log's replay is not at delta-rs' version or cannot be read. A rewrite decodes and
-    proves each vector before dropping rows by it (formats/delta/apply/deletes.py)."""
-    from compactor.errors import CompactorError
-    from compactor.formats.delta.read.log_replay import replay
-
-    try:
-        logged = replay(where)
-    except CompactorError:
+    """Rows deleted by each file's deletion vector as the log's descriptors count them (``cardinality``,
+    read/deletion_vector_ids.py), where delta-rs cannot read the vectors themselves (it cannot resolve some
+    that delta-spark writes); None when the log's replay is not at delta-rs' version, cannot be read, or
+    names a file delta-rs does not list. A rewrite decodes and proves each vector before dropping rows by it
+    (formats/delta/apply/deletes.py)."""
+    vectors = logged_deletion_vectors(where, dt.version())
+    if vectors is None or not set(vectors) <= set(files.column("path").to_pylist()):
         return None
-    if logged.version != dt.version():
-        return None
-    known = set(files.column("path").to_pylist())
-    out = {p: int(dv.get("cardinality") or 0) for p, dv in logged.deletion_vectors.items()}
-    return out if set(out) <= known else None
+    return {p: d.cardinality for p, d in vectors.items()}
