@@ -64,7 +64,8 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
     c = policy.compaction
     reason = unsupported_reason(state, engine, c.method)
     unsupported = Skip(SkipReason.UNSUPPORTED, None, {NEEDS: NATIVE_OPTIMIZE}, reason or "")
-    if reason and not (c.purge.enabled and purge_possible(engine, state)):
+    can_purge = purge_possible(engine, state)
+    if reason and not (c.purge.enabled and can_purge):
         # delta-spark's OPTIMIZE writes what delta-rs cannot (support.native_possible)
         return replace(base, files_after=state.file_count, skipped=(unsupported,))
     scope = partition_scope(policy, state.partition_columns)
@@ -90,7 +91,7 @@ def plan_delta_table(policy: TablePolicy, state: TableState, *, now: dt.datetime
         forced = forced.filter(keep) if forced is not None else None
     facts = delta_facts(state)
     purges, sk = plan_purge(policy, files, state.partition_columns, state.version, deleted=facts.deleted_rows,
-                            vectors=facts.deletion_vectors, where=where, engine_can_purge=purge_possible(engine, state),
+                            vectors=facts.deletion_vectors, where=where, engine_can_purge=can_purge,
                             today=now.date(), extra_columns=facts.extra_columns, droppable=purge_droppable(engine))
     actions += purges
     skips += sk
